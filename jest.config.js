@@ -7,5 +7,6 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } }],
   },
   testMatch: ['<rootDir>/spec/**/*.test.ts'],
+  globalSetup: '<rootDir>/spec/support/global-setup.ts',
   testTimeout: 30000,
 };

@@ -1,0 +1,53 @@
+/**
+ * The demo host app: an Express app that mounts recordbase under /backend, on the embedded
+ * database in ./rb_data (no server needed). `npm start` runs it.
+ */
+import express from 'express';
+import { createRecordsRouter, type Identity } from '../../lib/index.js';
+import { demoCollections } from './collections.js';
+
+// A stand-in for the host's real authentication: two fixed tokens.
+const demoTokens: Record<string, Identity> = {
+  'demo-admin': { id: 'demoadmin000000', superuser: true },
+  'demo-alice': { id: 'demoalice000000', name: 'Alice' },
+};
+
+const app = express();
+const records = createRecordsRouter({
+  collections: demoCollections,
+  dataDir: process.env.RB_DATA_DIR ?? './rb_data',
+  auth: (token) => demoTokens[token] ?? null,
+});
+app.use('/backend', records);
+app.get('/', (_req, res) => {
+  res.type('text').send('recordbase demo: the API is under /backend/api/collections/{users,posts,comments}/records\n');
+});
+
+await records.ready;
+const port = Number(process.env.PORT ?? 8090);
+const server = app.listen(port, '127.0.0.1', async () => {
+  const base = `http://127.0.0.1:${port}/backend`;
+  await seedAlice(base); // Alice exists as a user record, so posts can point at her
+  console.log(`recordbase demo listening on ${base}`);
+  console.log('Try:');
+  console.log(`  curl -X POST ${base}/api/collections/posts/records -H 'Authorization: demo-alice' -H 'Content-Type: application/json' -d '{"title":"Hello","author":"demoalice000000"}'`);
+  console.log(`  curl '${base}/api/collections/posts/records?perPage=10'`);
+});
+
+async function seedAlice(base: string): Promise<void> {
+  const res = await fetch(`${base}/api/collections/users/records/demoalice000000`);
+  if (res.status === 404) {
+    await fetch(`${base}/api/collections/users/records`, {
+      method: 'POST',
+      headers: { Authorization: 'demo-admin', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ id: 'demoalice000000', name: 'Alice', email: 'alice@example.com' }),
+    });
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    server.close();
+    void records.close().then(() => process.exit(0));
+  });
+}

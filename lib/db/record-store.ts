@@ -1,0 +1,161 @@
+import type { Knex } from 'knex';
+import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
+import { formatRecordDate } from '../records/format-date.js';
+import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
+
+/**
+ * A record's values in the API shape (DESIGN.md section 2): dates as record-format strings,
+ * multi-valued fields as arrays, JSON as parsed values. System fields included.
+ */
+export type RecordValues = Record<string, unknown>;
+
+/** The alias of a collection's table in every statement; compiled filters and sorts refer to it. */
+export const RECORD_ALIAS = 'r';
+
+
+function readValue(field: FieldSchema, raw: unknown): unknown {
+  if (raw === null || raw === undefined) {
+    if (field.storage === 'text') return '';
+    if (field.storage === 'array') return [];
+    if (field.storage === 'bool') return false;
+    return null;
+  }
+  if (field.storage === 'date') return formatRecordDate(raw instanceof Date ? raw : new Date(String(raw)));
+  if (field.storage === 'number') return typeof raw === 'number' ? raw : Number(raw);
+  return raw;
+}
+
+/** Turns a database row into record values; the only place that knows how the driver answers. */
+export function readRow(collection: CollectionSchema, row: Record<string, unknown>): RecordValues {
+  const out: RecordValues = {};
+  for (const field of collection.fields) out[field.name] = readValue(field, row[field.column]);
+  return out;
+}
+
+/** Turns record values into column values for a write (jsonb columns take JSON text). */
+function writeColumns(collection: CollectionSchema, values: RecordValues): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of collection.fields) {
+    if (field.system || !(field.name in values)) continue;
+    const value = values[field.name];
+    out[field.column] = (field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : value;
+  }
+  return out;
+}
+
+function tableOf(collection: CollectionSchema): string {
+  return `${collection.table} as ${RECORD_ALIAS}`;
+}
+
+function applyWhere(query: Knex.QueryBuilder, where: readonly SqlFragment[]): Knex.QueryBuilder {
+  for (const fragment of where) query.whereRaw(`(${fragment.sql})`, fragment.bindings as Knex.RawBinding[]);
+  return query;
+}
+
+/**
+ * All record SQL. Conditions arrive as compiled fragments referring to RECORD_ALIAS; values only
+ * ever travel as bindings. A store made inside `transaction()` runs every call in that transaction.
+ */
+export class RecordStore {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
+  transaction<T>(work: (store: RecordStore) => Promise<T>): Promise<T> {
+    return this.db.transaction((trx) => work(new RecordStore(trx)));
+  }
+
+  /** One page of records matching every `where` fragment, in `orderBy` order. */
+  async selectPage(options: { collection: CollectionSchema; where: readonly SqlFragment[]; orderBy: SqlFragment; limit: number; offset: number }): Promise<RecordValues[]> {
+    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where)
+      .orderByRaw(options.orderBy.sql, options.orderBy.bindings as Knex.RawBinding[])
+      .limit(options.limit)
+      .offset(options.offset);
+    const rows: Record<string, unknown>[] = await query;
+    return rows.map((row) => readRow(options.collection, row));
+  }
+
+  /** How many records match every `where` fragment. */
+  async count(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<number> {
+    const query = applyWhere(this.db.from(tableOf(options.collection)).select(this.db.raw('count(*)::int AS n')), options.where);
+    const rows: { n: number }[] = await query;
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /**
+   * The record with `id` that also matches `where`, or undefined. With `lock`, the row is locked
+   * until the transaction ends (FOR UPDATE), which is what keeps concurrent updates from losing
+   * one another.
+   */
+  async selectById(options: { collection: CollectionSchema; id: string; where?: readonly SqlFragment[]; lock?: boolean }): Promise<RecordValues | undefined> {
+    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)).where(`${RECORD_ALIAS}.id`, options.id), options.where ?? []);
+    if (options.lock) query.forUpdate(RECORD_ALIAS);
+    const rows: Record<string, unknown>[] = await query;
+    return rows[0] ? readRow(options.collection, rows[0]) : undefined;
+  }
+
+  /** Records whose id is in `ids` and that match `where` (one query, for expansion). */
+  async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[] }): Promise<RecordValues[]> {
+    if (options.ids.length === 0) return [];
+    const query = applyWhere(
+      this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)).whereIn(`${RECORD_ALIAS}.id`, [...options.ids]),
+      options.where ?? [],
+    );
+    const rows: Record<string, unknown>[] = await query;
+    return rows.map((row) => readRow(options.collection, row));
+  }
+
+  /** The subset of `ids` that exist in the collection (relation checks). */
+  async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows: { id: string }[] = await this.db.select('id').from(collection.table).whereIn('id', [...ids]);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /**
+   * Records of `collection` whose relation `field` holds `id`, locked for the transaction:
+   * the rows a delete must cascade to or unlink.
+   */
+  async selectReferencing(options: { collection: CollectionSchema; field: FieldSchema; ids: readonly string[] }): Promise<RecordValues[]> {
+    if (options.ids.length === 0) return [];
+    const column = `${q(RECORD_ALIAS)}.${q(options.field.column)}`;
+    const query = this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection));
+    if (options.field.multiple) {
+      query.whereRaw(`jsonb_exists_any(${column}, ARRAY[${options.ids.map(() => '?').join(', ')}]::text[])`, [...options.ids]);
+    } else {
+      query.whereIn(`${RECORD_ALIAS}.${options.field.column}`, [...options.ids]);
+    }
+    const rows: Record<string, unknown>[] = await query.forUpdate(RECORD_ALIAS);
+    return rows.map((row) => readRow(options.collection, row));
+  }
+
+  /** Inserts a record (created and updated set by the database) and returns it as stored. */
+  async insert(collection: CollectionSchema, values: RecordValues): Promise<RecordValues> {
+    const now = this.db.raw('now()');
+    const rows: Record<string, unknown>[] = await this.db(collection.table)
+      .insert({ ...writeColumns(collection, values), id: values.id, created: now, updated: now })
+      .returning('*');
+    return readRow(collection, rows[0]);
+  }
+
+  /** Writes `values` over the record (bumping `updated`) and returns it as stored. */
+  async update(collection: CollectionSchema, id: string, values: RecordValues): Promise<RecordValues> {
+    const rows: Record<string, unknown>[] = await this.db(collection.table)
+      .update({ ...writeColumns(collection, values), updated: this.db.raw('clock_timestamp()') })
+      .where('id', id)
+      .returning('*');
+    return readRow(collection, rows[0]);
+  }
+
+  /** Deletes records by id; returns how many went. */
+  async deleteByIds(collection: CollectionSchema, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return this.db(collection.table).whereIn('id', [...ids]).delete();
+  }
+
+  /** Ids of the records matching every `where` fragment, locked (bulk delete's selection). */
+  async selectIdsForUpdate(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<string[]> {
+    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.id`).from(tableOf(options.collection)), options.where).forUpdate(RECORD_ALIAS);
+    const rows: { id: string }[] = await query;
+    return rows.map((r) => r.id);
+  }
+}

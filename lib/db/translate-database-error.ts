@@ -1,0 +1,43 @@
+import { UnavailableError } from '../errors.js';
+
+/** SQLSTATE classes and codes that mean "the database cannot serve us right now". */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006', '08P01']);
+/** Node socket errors seen when the server is down or the connection broke. */
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+interface DriverError {
+  code?: unknown;
+  errno?: unknown;
+  name?: unknown;
+  message?: unknown;
+  constraint?: unknown;
+}
+
+/** True when the error says the database is unreachable (as opposed to a bad statement). */
+export function isUnavailableError(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const e = err as DriverError;
+  if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATES.has(e.code) || UNAVAILABLE_ERRNOS.has(e.code))) return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|Client has encountered a connection error|connect ECONNREFUSED|Connection ended|terminating connection|the database system is (starting up|shutting down)|PGlite is closed/i.test(message);
+}
+
+/** The index (constraint) name of a unique violation, or undefined for any other error. */
+export function uniqueViolationConstraint(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object') return undefined;
+  const e = err as DriverError;
+  if (e.code !== '23505') return undefined;
+  if (typeof e.constraint === 'string') return e.constraint;
+  const match = typeof e.message === 'string' ? /unique constraint "([^"]+)"/.exec(e.message) : null;
+  return match?.[1] ?? '';
+}
+
+/**
+ * Maps a driver error that has a client-facing meaning to our error; anything else is returned
+ * unchanged for the caller (and finally the error middleware, as a generic 500).
+ */
+export function translateDatabaseError(err: unknown): unknown {
+  if (isUnavailableError(err)) return new UnavailableError('The database is unavailable. Try again later.', 'database_unavailable', err);
+  return err;
+}

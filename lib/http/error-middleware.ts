@@ -1,0 +1,42 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
+import type { Logger } from './logger.js';
+
+/** Sends the one error body shape (DESIGN.md section 7). */
+export function sendError(res: Response, error: RecordbaseError): void {
+  res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
+}
+
+/** body-parser and multer signal their failures with `type`/`code`; these are the client's fault. */
+function fromParserError(err: unknown): RecordbaseError | undefined {
+  if (!err || typeof err !== 'object') return undefined;
+  const { type, status } = err as { type?: unknown; status?: unknown };
+  if (type === 'entity.too.large') return new PayloadTooLargeError();
+  if (type === 'entity.parse.failed') return new BadRequestError('The request body is not valid JSON.', 'invalid_json');
+  if (typeof type === 'string' && typeof status === 'number' && status >= 400 && status < 500) {
+    return new BadRequestError('The request body could not be read.', 'invalid_body');
+  }
+  return undefined;
+}
+
+/**
+ * The single place where errors become responses: our errors keep their status, message and
+ * data; parser errors become 400/413; anything else is a generic 500 whose cause goes to the
+ * logger only, so no stack trace or driver message reaches a client.
+ */
+export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    let error = err instanceof RecordbaseError ? err : fromParserError(err);
+    if (!error) {
+      logger.error(`${req.method} ${req.originalUrl} failed`, err);
+      error = new InternalError(err);
+    } else if (error.status >= 500) {
+      logger.error(`${req.method} ${req.originalUrl}: ${error.message}`, error.cause ?? '');
+    }
+    sendError(res, error);
+  };
+}

@@ -1,0 +1,652 @@
+import type { CollectionSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
+import type { RequestInfo } from './request-info.js';
+import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
+import { createFilterError, quoteForMessage } from './filter-error.js';
+import { parseFilterCached } from './filter-parser.js';
+import { formatRecordDate, parseDateLiteral } from './date-literal.js';
+import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath } from './resolve-path.js';
+import { bindValue, joinSql, quoteIdent, rawSql, sql, type BindCast, type SqlFragment } from './sql-fragment.js';
+
+/**
+ * Everything a filter may read besides its own text. The compiler stays pure: the HTTP layer
+ * builds `request`, the record service picks `alias` and the permission flags.
+ */
+export interface FilterContext {
+  readonly registry: SchemaRegistry;
+  readonly collection: CollectionSchema;
+  /** SQL alias of the main table in the surrounding query (e.g. `r`). */
+  readonly alias: string;
+  readonly request: RequestInfo;
+  /** Superusers: hidden fields may be filtered on. */
+  readonly canSeeHidden?: boolean;
+  /** `@collection.*` allowed (rules, superusers). */
+  readonly allowCollectionRefs?: boolean;
+  /** Compiling a collection rule: implies both flags above. */
+  readonly isRule?: boolean;
+  /** The instant macros (`@now`, `@todayStart`, ...) are computed from; default: now. */
+  readonly now?: Date;
+}
+
+/** A compiled condition for knex `whereRaw(sql, bindings)`. */
+export interface CompiledSql {
+  sql: string;
+  bindings: unknown[];
+}
+
+/**
+ * Compiles a filter or rule (text, parsed through the cache, or an AST) to a Postgres boolean
+ * expression over `context.alias`. Values only ever travel as bindings. Throws BadRequestError
+ * (`invalid_filter`) for unknown names, hidden fields, bad literals and syntax errors.
+ */
+export function compileFilter(filter: string | FilterNode, context: FilterContext): CompiledSql {
+  const node = typeof filter === 'string' ? parseFilterCached(filter) : filter;
+  const compiled = new FilterCompiler(context).compileRoot(node);
+  return { sql: compiled.sql, bindings: [...compiled.bindings] };
+}
+
+type Quantifier = 'exists' | 'forall' | 'none';
+
+interface QuantifiedSource {
+  readonly source: PathSource;
+  readonly quantifier: Quantifier;
+}
+
+/** A value known at compile time: a literal (strict coercion) or an @request/macro value (lenient). */
+interface ValueSide {
+  readonly kind: 'value';
+  readonly value: unknown;
+  readonly strict: boolean;
+  readonly hint?: StorageKind;
+  readonly pos: number;
+  readonly label: string;
+}
+
+/** A SQL expression (a column, a path, a bound array), possibly correlated with sources. */
+interface ExprSide {
+  readonly kind: 'expr';
+  readonly sql: SqlFragment;
+  readonly storage: StorageKind;
+  readonly sources: readonly PathSource[];
+  readonly lower: boolean;
+  readonly each: boolean;
+  readonly pos: number;
+  readonly label: string;
+}
+
+type Side = ValueSide | ExprSide;
+
+const MACROS = ['@now', '@todayStart', '@todayEnd', '@monthStart', '@monthEnd', '@yearStart', '@yearEnd', '@yesterday', '@tomorrow'];
+const NUMBER_MACROS = ['@second', '@minute', '@hour', '@weekday', '@day', '@month', '@year'];
+const NUMBER_TEXT = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+const DAY_MS = 86_400_000;
+/** Storages whose expressions are never NULL: NOT NULL columns, and paths wrapped by wrapEmpty. */
+const NEVER_NULL: readonly StorageKind[] = ['text', 'bool', 'array'];
+const CASTS: Record<StorageKind, BindCast> = {
+  text: 'text',
+  number: 'double precision',
+  bool: 'boolean',
+  date: 'timestamptz',
+  json: 'jsonb',
+  array: 'jsonb',
+};
+
+class FilterCompiler {
+  private readonly aliases: AliasAllocator;
+  private readonly canSeeHidden: boolean;
+  private readonly allowCollectionRefs: boolean;
+  private readonly mainAlias: string;
+  /** `@collection.<name>[:alias]` key -> its FROM item, shared by every reference in the filter. */
+  private readonly collectionSources = new Map<string, PathSource>();
+  /** For each node, the @collection keys whose EXISTS wraps it (it holds all their references). */
+  private scopes = new Map<FilterNode, string[]>();
+
+  constructor(private readonly ctx: FilterContext) {
+    this.mainAlias = quoteIdent(ctx.alias);
+    this.aliases = new AliasAllocator(ctx.alias);
+    this.canSeeHidden = ctx.canSeeHidden === true || ctx.isRule === true;
+    this.allowCollectionRefs = ctx.allowCollectionRefs === true || ctx.isRule === true;
+  }
+
+  compileRoot(node: FilterNode): SqlFragment {
+    this.scopes = findCollectionScopes(node);
+    return this.compileNode(node);
+  }
+
+  private compileNode(node: FilterNode): SqlFragment {
+    let compiled: SqlFragment;
+    if (node.type === 'comparison') compiled = this.compileComparison(node);
+    else if (node.items.length === 0) compiled = rawSql(node.type === 'and' ? 'TRUE' : 'FALSE');
+    else {
+      const parts = node.items.map((item) => this.compileNode(item));
+      compiled = sql`(${joinSql(parts, node.type === 'and' ? ' AND ' : ' OR ')})`;
+    }
+    const keys = this.scopes.get(node);
+    if (!keys) return compiled;
+    // One row of each referenced collection, shared by all references below this node.
+    const items = keys.map((key, i) => {
+      const source = this.collectionSources.get(key) as PathSource;
+      return i === 0 ? source.join : sql`CROSS JOIN ${source.join}`;
+    });
+    return sql`EXISTS (SELECT 1 FROM ${joinSql(items, ' ')} WHERE ${compiled})`;
+  }
+
+  // ----- comparisons -------------------------------------------------------------------------
+
+  private compileComparison(node: ComparisonNode): SqlFragment {
+    const left = this.resolveOperand(node.left);
+    const right = this.resolveOperand(node.right);
+    const { operator, anyOf } = node;
+    const hopQuantifier: Quantifier = anyOf ? 'exists' : 'forall';
+    const quantify = (side: Side): QuantifiedSource[] =>
+      side.kind === 'value'
+        ? []
+        : side.sources.map((source) => ({ source, quantifier: hopQuantifier }));
+
+    // `f = null` / `f != null`: emptiness of the whole value (an array is not iterated).
+    if ((operator === '=' || operator === '!=') && (isNullValue(left) || isNullValue(right)) && (left.kind === 'expr' || right.kind === 'expr')) {
+      const other = (isNullValue(left) ? right : left) as ExprSide;
+      const empty = isEmptySql(other);
+      const cond = operator === '=' ? empty : sql`NOT (${empty})`;
+      return this.wrapSources(cond, quantify(other));
+    }
+
+    const sources = [...quantify(left), ...quantify(right)];
+    const contains = (operator === '~' || operator === '!~') && !anyOf;
+    const leftArray = left.kind === 'expr' && left.storage === 'array';
+    const rightArray = right.kind === 'expr' && right.storage === 'array';
+    // Plain `~` with exactly one array side: "the array contains the value".
+    if (contains && leftArray !== rightArray) {
+      const array = (leftArray ? left : right) as ExprSide;
+      const other = leftArray ? right : left;
+      if (!array.each) return this.compileArrayContains({ array, other, negate: operator === '!~', sources });
+    }
+    const l = this.iterateArray(left, { anyOf, sources });
+    const r = this.iterateArray(right, { anyOf, sources });
+    const cond = this.compareScalars({ operator, left: l, right: r });
+    return this.wrapSources(cond, sources);
+  }
+
+  /** Replaces an array side by its elements (text), adding the element source to `sources`. */
+  private iterateArray(side: Side, options: { anyOf: boolean; sources: QuantifiedSource[] }): Side {
+    if (side.kind !== 'expr' || side.storage !== 'array') return side;
+    const alias = this.aliases.next();
+    const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${side.sql}) AS ${quoteIdent(alias)}("v") ON TRUE`;
+    const quantifier: Quantifier = side.each ? 'forall' : options.anyOf ? 'exists' : 'forall';
+    options.sources.push({ source: { kind: 'elements', alias, join }, quantifier });
+    return { ...side, sql: rawSql(`COALESCE(${quoteIdent(alias)}."v", '')`), storage: 'text', sources: [] };
+  }
+
+  private compileArrayContains(options: { array: ExprSide; other: Side; negate: boolean; sources: QuantifiedSource[] }): SqlFragment {
+    const { array, other, negate, sources } = options;
+    const plainValue = other.kind === 'value' && typeof other.value === 'string' && !other.value.includes('%') && !array.lower;
+    if (plainValue && array.sources.length === 0) {
+      // Direct membership test: a GIN index on the column can answer it.
+      const has = sql`${array.sql} @> jsonb_build_array(${bindValue(other.value, 'text')})`;
+      return this.wrapSources(negate ? sql`NOT (${has})` : has, sources);
+    }
+    const alias = this.aliases.next();
+    const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${array.sql}) AS ${quoteIdent(alias)}("v") ON TRUE`;
+    let element = `COALESCE(${quoteIdent(alias)}."v", '')`;
+    if (array.lower) element = `lower(${element})`;
+    let match: SqlFragment;
+    if (other.kind === 'value') {
+      const text = this.coerceValue(other, { target: 'text', against: array });
+      match =
+        typeof text === 'string' && text.includes('%')
+          ? sql`${element} ILIKE ${bindValue(toLikePattern(text), 'text')}`
+          : sql`${element} = ${bindValue(text, 'text')}`;
+    } else {
+      match = sql`${element} = ${this.exprAs(other, 'text')}`;
+    }
+    sources.push({ source: { kind: 'elements', alias, join }, quantifier: negate ? 'none' : 'exists' });
+    return this.wrapSources(match, sources);
+  }
+
+  /** The condition for two scalar sides (elements already unwrapped). */
+  private compareScalars(options: { operator: ComparisonNode['operator']; left: Side; right: Side }): SqlFragment {
+    const { operator, left, right } = options;
+    const target = pickTarget(left, right, operator);
+    if (operator === '~' || operator === '!~') {
+      const match = this.compileContains(left, right);
+      return operator === '~' ? match : sql`NOT (${match})`;
+    }
+    const l = this.sideAs(left, { target, against: right });
+    const r = this.sideAs(right, { target, against: left });
+    // Plain `=` keeps indexes usable; it equals IS NOT DISTINCT FROM when a side cannot be NULL.
+    const neverNull = (side: Side, frag: SqlFragment) =>
+      side.kind === 'value' ? frag.bindings[0] !== null : side.storage === target && NEVER_NULL.includes(target);
+    switch (operator) {
+      case '=':
+        return neverNull(left, l) || neverNull(right, r) ? sql`${l} = ${r}` : sql`${l} IS NOT DISTINCT FROM ${r}`;
+      case '!=':
+        return sql`${l} IS DISTINCT FROM ${r}`;
+      default:
+        return sql`${l} ${operator} ${r}`;
+    }
+  }
+
+  /** `left ~ right`: case-insensitive "left contains right", everything as text. */
+  private compileContains(left: Side, right: Side): SqlFragment {
+    const l = this.textOperand(left, right);
+    if (right.kind === 'value') {
+      const text = this.coerceValue(right, { target: 'text', against: left });
+      const pattern = typeof text === 'string' ? toLikePattern(text) : null;
+      return sql`${l} ILIKE ${bindValue(pattern, 'text')}`;
+    }
+    const r = this.textOperand(right, left);
+    return sql`strpos(lower(${l}), lower(${r})) > 0`;
+  }
+
+  /** A side as non-null text for `~`: NULL numbers/dates read as ''. */
+  private textOperand(side: Side, against: Side): SqlFragment {
+    if (side.kind === 'value') return bindValue(this.coerceValue(side, { target: 'text', against }), 'text');
+    const text = this.exprAs(side, 'text');
+    return side.storage === 'text' ? text : sql`COALESCE(${text}, '')`;
+  }
+
+  private sideAs(side: Side, options: { target: StorageKind; against: Side }): SqlFragment {
+    if (side.kind === 'expr') return this.exprAs(side, options.target);
+    return bindValue(this.coerceValue(side, options), CASTS[options.target]);
+  }
+
+  private exprAs(side: ExprSide, target: StorageKind): SqlFragment {
+    let value = side.storage === target ? side.sql : toText(side.sql, side.storage);
+    if (side.lower) value = sql`lower(${value})`;
+    return value;
+  }
+
+  /**
+   * Coerces a compile-time value to the comparison's type. A literal that cannot be coerced is
+   * the user's mistake (400); a request value that cannot be is simply NULL (never matches).
+   */
+  private coerceValue(side: ValueSide, options: { target: StorageKind; against: Side }): unknown {
+    const result = coerce(side.value, options.target);
+    if (result !== INVALID) return result;
+    if (!side.strict) return null;
+    const what = options.target === 'bool' ? 'boolean' : options.target === 'date' ? 'date' : options.target;
+    throw createFilterError(`${side.label} is not a valid ${what} to compare with ${quoteForMessage(options.against.label)}`, side.pos);
+  }
+
+  /** Wraps a condition in EXISTS / NOT EXISTS for its multi-valued sources, outermost first. */
+  private wrapSources(cond: SqlFragment, sources: readonly QuantifiedSource[]): SqlFragment {
+    if (sources.length === 0) return cond;
+    const ordered = [...sources.filter((s) => s.quantifier !== 'none'), ...sources.filter((s) => s.quantifier === 'none')];
+    const groups: QuantifiedSource[][] = [];
+    for (const item of ordered) {
+      const last = groups[groups.length - 1];
+      if (last && last[0].quantifier === item.quantifier && item.quantifier !== 'none') last.push(item);
+      else groups.push([item]);
+    }
+    let inner = cond;
+    for (const group of groups.reverse()) {
+      const from = this.buildFrom(group);
+      if (group[0].quantifier === 'exists') inner = sql`EXISTS (SELECT 1 FROM ${from} WHERE ${inner})`;
+      else if (group[0].quantifier === 'forall') inner = sql`NOT EXISTS (SELECT 1 FROM ${from} WHERE (${inner}) IS NOT TRUE)`;
+      else inner = sql`NOT EXISTS (SELECT 1 FROM ${from} WHERE ${inner})`;
+    }
+    return inner;
+  }
+
+  private buildFrom(group: readonly QuantifiedSource[]): SqlFragment {
+    const parts: SqlFragment[] = [];
+    parts.push(rawSql(`(SELECT 1) AS ${quoteIdent(this.aliases.next())}`));
+    for (const { source } of group) parts.push(source.join);
+    return joinSql(parts, ' ');
+  }
+
+  // ----- operands ----------------------------------------------------------------------------
+
+  private resolveOperand(operand: FilterOperand): Side {
+    if (operand.type === 'literal') {
+      return { kind: 'value', value: operand.value, strict: true, pos: operand.pos, label: literalLabel(operand.value) };
+    }
+    const head = operand.segments[0];
+    if (head === '@request') return this.resolveRequest(operand);
+    if (head === '@collection') return this.resolveCollection(operand);
+    if (head.startsWith('@')) return this.resolveMacro(operand);
+    const main = this.mainAlias;
+    const path = this.resolvePath(operand, {
+      collection: this.ctx.collection,
+      segments: operand.segments,
+      ref: (column) => `${main}.${quoteIdent(column)}`,
+    });
+    return this.applyPathModifier(operand, path);
+  }
+
+  private resolvePath(operand: IdentifierOperand, options: { collection: CollectionSchema; segments: readonly string[]; ref: (column: string) => string }): ResolvedPath {
+    return resolveFieldPath({
+      registry: this.ctx.registry,
+      collection: options.collection,
+      segments: options.segments,
+      ref: options.ref,
+      aliases: this.aliases,
+      canSeeHidden: this.canSeeHidden,
+      allowMulti: true,
+      fail: (what) => createFilterError(what, operand.pos),
+    });
+  }
+
+  private applyPathModifier(operand: IdentifierOperand, path: ResolvedPath): ExprSide {
+    const base = { pos: operand.pos, label: operand.name, lower: false, each: false };
+    switch (operand.modifier) {
+      case undefined:
+        return { ...base, kind: 'expr', sql: path.value, storage: path.storage, sources: path.sources };
+      case 'lower':
+        return { ...base, kind: 'expr', sql: path.value, storage: path.storage, sources: path.sources, lower: true };
+      case 'each':
+        if (path.storage !== 'array') throw createFilterError(`":each" needs a multi-valued field, not "${operand.name}"`, operand.pos);
+        return { ...base, kind: 'expr', sql: path.value, storage: 'array', sources: path.sources, each: true };
+      case 'length':
+        if (path.count) return { ...base, kind: 'expr', sql: path.count.value, storage: 'number', sources: path.count.sources };
+        if (path.storage !== 'array') throw createFilterError(`":length" needs a multi-valued field, not "${operand.name}"`, operand.pos);
+        return { ...base, kind: 'expr', sql: sql`jsonb_array_length(${path.value})`, storage: 'number', sources: path.sources };
+      case 'isset':
+        throw createFilterError(`":isset" is only for @request.* values, not "${operand.name}"`, operand.pos);
+      default:
+        throw createFilterError(`unknown modifier ":${operand.modifier}"`, operand.pos);
+    }
+  }
+
+  private resolveCollection(operand: IdentifierOperand): Side {
+    if (!this.allowCollectionRefs) throw createFilterError('@collection is only allowed in rules', operand.pos);
+    if (operand.segments.length < 3) throw createFilterError(`"${operand.name}" needs a field ("@collection.<name>.<field>")`, operand.pos);
+    const key = operand.segments[1];
+    const name = key.split(':')[0];
+    const collection = this.ctx.registry.get(name);
+    if (!collection || collection.name !== name) throw createFilterError(`unknown collection "${name}"`, operand.pos);
+    let source = this.collectionSources.get(key);
+    if (!source) {
+      const alias = this.aliases.next();
+      source = { kind: 'collection', alias, key, join: rawSql(`${quoteIdent(collection.table)} ${quoteIdent(alias)}`) };
+      this.collectionSources.set(key, source);
+    }
+    const alias = quoteIdent(source.alias);
+    const path = this.resolvePath(operand, {
+      collection,
+      segments: operand.segments.slice(2),
+      ref: (column) => `${alias}.${quoteIdent(column)}`,
+    });
+    return this.applyPathModifier(operand, path);
+  }
+
+  private resolveMacro(operand: IdentifierOperand): Side {
+    if (operand.segments.length !== 1 || (!MACROS.includes(operand.name) && !NUMBER_MACROS.includes(operand.name))) {
+      throw createFilterError(`unknown identifier "${operand.name}"`, operand.pos);
+    }
+    if (operand.modifier !== undefined) throw createFilterError(`macros take no modifier ("${operand.name}:${operand.modifier}")`, operand.pos);
+    const value = computeMacro(operand.name, this.ctx.now ?? new Date());
+    return { kind: 'value', value, strict: true, pos: operand.pos, label: operand.name, hint: value instanceof Date ? 'date' : 'number' };
+  }
+
+  private resolveRequest(operand: IdentifierOperand): Side {
+    const { request } = this.ctx;
+    const [, area, key] = operand.segments;
+    const count = operand.segments.length;
+    let present: boolean;
+    let value: unknown;
+    let hint: StorageKind | undefined;
+    let multiple = false;
+    if (area === 'method' && count === 2) {
+      present = true;
+      value = request.method;
+    } else if (area === 'auth' && count === 3) {
+      if (request.auth === null) {
+        present = false;
+        value = '';
+      } else {
+        present = Object.hasOwn(request.auth, key);
+        value = key === 'id' ? request.auth.id : present ? request.auth[key] : null;
+      }
+    } else if (area === 'query' && count === 3) {
+      present = Object.hasOwn(request.query, key);
+      value = present ? request.query[key] : null;
+    } else if (area === 'body' && count === 3) {
+      present = Object.hasOwn(request.body, key);
+      value = present ? request.body[key] : null;
+      const field = this.ctx.collection.field(key);
+      if (field && present) {
+        hint = field.storage;
+        multiple = field.storage === 'array';
+      }
+    } else {
+      throw createFilterError(`unknown identifier "${operand.name}"`, operand.pos);
+    }
+    value = sanitizeRequestValue(value);
+    if (multiple) value = value === null || value === '' ? [] : Array.isArray(value) ? value : [value];
+    else if (hint !== undefined && hint !== 'array' && hint !== 'json') {
+      const coerced = coerce(value, hint);
+      value = coerced === INVALID ? null : coerced;
+    }
+    const base = { pos: operand.pos, label: operand.name };
+    switch (operand.modifier) {
+      case undefined:
+      case 'each':
+      case 'lower':
+        break;
+      case 'isset':
+        return { ...base, kind: 'value', value: present, strict: true, hint: 'bool' };
+      case 'length':
+        return { ...base, kind: 'value', value: Array.isArray(value) ? value.length : null, strict: false, hint: 'number' };
+      default:
+        throw createFilterError(`unknown modifier ":${operand.modifier}"`, operand.pos);
+    }
+    if (operand.modifier === 'lower' && value !== null && !Array.isArray(value)) {
+      value = (typeof value === 'string' ? value : String(coerce(value, 'text'))).toLowerCase();
+      hint = 'text';
+    }
+    if (Array.isArray(value)) {
+      const items = value.map((item) => {
+        const text = coerce(item, 'text');
+        const s = text === INVALID || text === null ? '' : String(text);
+        return operand.modifier === 'lower' ? s.toLowerCase() : s;
+      });
+      const array = bindValue(JSON.stringify(items), 'jsonb');
+      return { ...base, kind: 'expr', sql: array, storage: 'array', sources: [], lower: false, each: operand.modifier === 'each' };
+    }
+    if (operand.modifier === 'each') throw createFilterError(`":each" needs a multi-valued value, not "${operand.name}"`, operand.pos);
+    return { ...base, kind: 'value', value, strict: false, hint };
+  }
+}
+
+// ----- helpers ---------------------------------------------------------------------------------
+
+/**
+ * Where each `@collection` reference's EXISTS goes: the smallest node holding every reference
+ * to that key, so all of them read one row (PocketBase shares one join per collection) while
+ * an unrelated `||` branch is not swallowed by the EXISTS.
+ */
+function findCollectionScopes(root: FilterNode): Map<FilterNode, string[]> {
+  const scopes = new Map<FilterNode, string[]>();
+  const totals = countCollectionRefs(root, new Map());
+  const visit = (node: FilterNode): void => {
+    const counts = countCollectionRefs(node, new Map());
+    const children = node.type === 'comparison' ? [] : node.items;
+    for (const [key, count] of counts) {
+      if (count !== totals.get(key)) continue;
+      const deeper = children.some((child) => countCollectionRefs(child, new Map()).get(key) === count);
+      if (!deeper) scopes.set(node, [...(scopes.get(node) ?? []), key]);
+    }
+    children.forEach(visit);
+  };
+  visit(root);
+  return scopes;
+}
+
+function countCollectionRefs(node: FilterNode, counts: Map<string, number>): Map<string, number> {
+  if (node.type !== 'comparison') {
+    for (const item of node.items) countCollectionRefs(item, counts);
+    return counts;
+  }
+  for (const operand of [node.left, node.right]) {
+    if (operand.type === 'identifier' && operand.segments[0] === '@collection' && operand.segments.length > 1) {
+      const key = operand.segments[1];
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+const INVALID = Symbol('invalid');
+
+/** Converts a JS value to what a binding of the given storage holds, or INVALID. */
+function coerce(value: unknown, target: StorageKind): unknown {
+  if (value === null || value === undefined) return null;
+  switch (target) {
+    case 'text':
+      if (typeof value === 'string') return value;
+      if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+      if (value instanceof Date) return formatRecordDate(value);
+      return JSON.stringify(value);
+    case 'number':
+      if (typeof value === 'number') return Number.isFinite(value) ? value : INVALID;
+      if (typeof value === 'boolean') return value ? 1 : 0;
+      if (typeof value === 'string' && NUMBER_TEXT.test(value)) {
+        const n = Number(value);
+        return Number.isFinite(n) ? n : INVALID;
+      }
+      return INVALID;
+    case 'bool':
+      if (typeof value === 'boolean') return value;
+      if (value === 'true' || value === '1' || value === 1) return true;
+      if (value === 'false' || value === '0' || value === 0) return false;
+      return INVALID;
+    case 'date': {
+      if (value instanceof Date) return value.toISOString();
+      if (typeof value !== 'string') return INVALID;
+      const date = parseDateLiteral(value);
+      return date ? date.toISOString() : INVALID;
+    }
+    case 'json':
+    case 'array':
+      return JSON.stringify(value instanceof Date ? formatRecordDate(value) : value);
+  }
+}
+
+/** Request values come from the host (identity) and the client: keep only plain data. */
+function sanitizeRequestValue(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
+  if (Array.isArray(value)) return value.map((item) => (typeof item === 'object' && item !== null && !(item instanceof Date) ? null : sanitizeRequestValue(item)));
+  if (typeof value === 'object') {
+    try {
+      return JSON.parse(JSON.stringify(value)) as unknown;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+function isNullValue(side: Side): boolean {
+  return side.kind === 'value' && (side.value === null || side.value === undefined);
+}
+
+/** "Empty" per DESIGN section 4: NULL, '' and [] (and JSON null); false and 0 are values. */
+function isEmptySql(side: ExprSide): SqlFragment {
+  switch (side.storage) {
+    case 'text':
+      return sql`${side.sql} = ''`;
+    case 'array':
+      return sql`${side.sql} = '[]'::jsonb`;
+    case 'json':
+      return sql`COALESCE(${side.sql}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb)`;
+    default:
+      return sql`${side.sql} IS NULL`;
+  }
+}
+
+/** The type both sides are compared as. */
+function pickTarget(left: Side, right: Side, operator: string): StorageKind {
+  if (operator === '~' || operator === '!~') return 'text';
+  if ((left.kind === 'expr' && left.lower) || (right.kind === 'expr' && right.lower)) return 'text';
+  if (left.kind === 'expr' && right.kind === 'expr') return left.storage === right.storage ? left.storage : 'text';
+  if (left.kind === 'expr') return left.storage;
+  if (right.kind === 'expr') return right.storage;
+  const l = naturalStorage(left);
+  const r = naturalStorage(right);
+  if (l === 'date' || r === 'date') return 'date';
+  if (l === undefined) return r ?? 'text';
+  if (r === undefined || l === r) return l;
+  return 'text';
+}
+
+function naturalStorage(side: ValueSide): StorageKind | undefined {
+  if (side.hint) return side.hint;
+  const v = side.value;
+  if (v === null || v === undefined) return undefined;
+  if (typeof v === 'number') return 'number';
+  if (typeof v === 'boolean') return 'bool';
+  if (typeof v === 'string') return 'text';
+  if (v instanceof Date) return 'date';
+  return 'json';
+}
+
+/** Text form of a non-text expression; dates use the record format clients see. */
+function toText(expr: SqlFragment, storage: StorageKind): SqlFragment {
+  switch (storage) {
+    case 'text':
+      return expr;
+    case 'date':
+      return sql`(to_char(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') || 'Z')`;
+    case 'json':
+      return sql`(${expr} #>> '{}')`;
+    default:
+      return sql`CAST(${expr} AS text)`;
+  }
+}
+
+/**
+ * The ILIKE pattern for `~`: `\` and `_` are always literal (escaped with `\`, ILIKE's default
+ * escape); without a `%` the value is wrapped as `%value%`, with one the user's `%` are wildcards.
+ */
+export function toLikePattern(value: string): string {
+  const escaped = value.replace(/[\\_]/g, (c) => '\\' + c);
+  return value.includes('%') ? escaped : `%${escaped}%`;
+}
+
+function literalLabel(value: string | number | boolean | null): string {
+  return typeof value === 'string' ? quoteForMessage(value) : String(value);
+}
+
+function computeMacro(name: string, now: Date): Date | number {
+  const y = now.getUTCFullYear();
+  const m = now.getUTCMonth();
+  const d = now.getUTCDate();
+  const todayStart = Date.UTC(y, m, d);
+  switch (name) {
+    case '@now':
+      return new Date(now.getTime());
+    case '@todayStart':
+      return new Date(todayStart);
+    case '@todayEnd':
+      return new Date(todayStart + DAY_MS - 1);
+    case '@monthStart':
+      return new Date(Date.UTC(y, m, 1));
+    case '@monthEnd':
+      return new Date(Date.UTC(y, m + 1, 1) - 1);
+    case '@yearStart':
+      return new Date(Date.UTC(y, 0, 1));
+    case '@yearEnd':
+      return new Date(Date.UTC(y + 1, 0, 1) - 1);
+    case '@yesterday':
+      return new Date(now.getTime() - DAY_MS);
+    case '@tomorrow':
+      return new Date(now.getTime() + DAY_MS);
+    case '@second':
+      return now.getUTCSeconds();
+    case '@minute':
+      return now.getUTCMinutes();
+    case '@hour':
+      return now.getUTCHours();
+    case '@weekday':
+      return now.getUTCDay();
+    case '@day':
+      return d;
+    case '@month':
+      return m + 1;
+    default:
+      return y;
+  }
+}

@@ -1,0 +1,151 @@
+import type { CollectionSchema, FieldSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
+import { resolveRelation } from './resolve-relation.js';
+import { quoteIdent, rawSql, type SqlFragment } from './sql-fragment.js';
+
+/** Most relation hops in one path (`a.b.c.d.e.f.field` has 6). */
+export const MAX_PATH_HOPS = 6;
+
+/**
+ * A FROM item that a multi-valued step of a path needs. The comparison that uses the path
+ * decides the quantifier (any / all) and wraps these in EXISTS / NOT EXISTS, so rows never multiply.
+ * - `collection`: a plain table item (`"posts" "r1"`) for `@collection.posts.*`; `key` lets several
+ *   references inside one comparison share it.
+ * - `multi` / `elements`: a `LEFT JOIN ...` clause; LEFT so an empty set still yields one row of
+ *   empty values, which is how an empty array compares (see docs/query-language.md).
+ */
+export interface PathSource {
+  readonly kind: 'collection' | 'multi' | 'elements';
+  readonly alias: string;
+  readonly join: SqlFragment;
+  readonly key?: string;
+}
+
+/** Hands out fresh SQL aliases (`r1`, `r2`, ...) for one compilation, never the main alias. */
+export class AliasAllocator {
+  private count = 0;
+
+  constructor(private readonly reserved: string) {}
+
+  /** A new alias, unique within this compilation. */
+  next(): string {
+    let alias: string;
+    do alias = `r${++this.count}`;
+    while (alias === this.reserved);
+    return alias;
+  }
+}
+
+/** A path resolved to SQL. `value` is correlated with `sources` (empty for a scalar path). */
+export interface ResolvedPath {
+  readonly value: SqlFragment;
+  readonly field: FieldSchema;
+  readonly storage: StorageKind;
+  readonly sources: readonly PathSource[];
+  /** For a path ending on a back-relation: the number of related records (for `:length`). */
+  readonly count?: { readonly value: SqlFragment; readonly sources: readonly PathSource[] };
+}
+
+/** Options of resolveFieldPath. */
+export interface ResolvePathOptions {
+  readonly registry: SchemaRegistry;
+  readonly collection: CollectionSchema;
+  readonly segments: readonly string[];
+  /** SQL for a column of the starting row (the main alias, or an @collection alias). */
+  readonly ref: (column: string) => string;
+  readonly aliases: AliasAllocator;
+  readonly canSeeHidden: boolean;
+  /** False for sort: only single relations may be traversed. */
+  readonly allowMulti: boolean;
+  /** Builds the error to throw (filter or sort wording, with the position). */
+  readonly fail: (what: string) => Error;
+}
+
+/** Missing related rows (or padding rows) read as the field's empty value, as stored rows do. */
+export function wrapEmpty(expr: string, storage: StorageKind): string {
+  switch (storage) {
+    case 'text':
+      return `COALESCE(${expr}, '')`;
+    case 'bool':
+      return `COALESCE(${expr}, FALSE)`;
+    case 'array':
+      return `COALESCE(${expr}, '[]'::jsonb)`;
+    default:
+      return expr;
+  }
+}
+
+/**
+ * Walks a dotted path from a collection: single relations become correlated scalar subqueries
+ * (a missing target reads as empty values), multi-valued relations and back-relations become
+ * sources for the caller to quantify over. Unknown, hidden and non-relation steps are errors.
+ */
+export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
+  const { registry, segments, aliases, canSeeHidden, allowMulti, fail } = options;
+  const whole = segments.join('.');
+  let collection = options.collection;
+  let ref = options.ref;
+  const sources: PathSource[] = [];
+  let hops = 0;
+  for (let i = 0; i < segments.length; i++) {
+    const name = segments[i];
+    const isLast = i === segments.length - 1;
+    const field = collection.field(name);
+    if (field && field.hidden && !canSeeHidden) throw fail(`unknown field "${whole}"`);
+    if (field && isLast) {
+      const column = ref(field.column);
+      const value = hops > 0 ? wrapEmpty(column, field.storage) : column;
+      return { value: rawSql(value), field, storage: field.storage, sources };
+    }
+    const relation = resolveRelation({ registry, collection, name, canSeeHidden });
+    if (!relation) {
+      throw fail(field ? `"${name}" in "${whole}" is not a relation field` : `unknown field "${whole}"`);
+    }
+    if (++hops > MAX_PATH_HOPS) throw fail(`"${whole}" has more than ${MAX_PATH_HOPS} relation hops`);
+    if (relation.kind === 'field' && !relation.field.multiple) {
+      const alias = quoteIdent(aliases.next());
+      const parent = ref(relation.field.column);
+      const table = quoteIdent(relation.target.table);
+      ref = (column) => `(SELECT ${alias}.${quoteIdent(column)} FROM ${table} ${alias} WHERE ${alias}."id" = ${parent})`;
+      collection = relation.target;
+      continue;
+    }
+    if (!allowMulti) throw fail(`"${whole}" goes through the multi-valued relation "${name}"`);
+    if (relation.kind === 'field') {
+      const element = quoteIdent(aliases.next());
+      const alias = aliases.next();
+      const target = quoteIdent(alias);
+      const join =
+        `LEFT JOIN LATERAL jsonb_array_elements_text(${ref(relation.field.column)}) AS ${element}("v") ON TRUE ` +
+        `LEFT JOIN ${quoteIdent(relation.target.table)} ${target} ON ${target}."id" = ${element}."v"`;
+      sources.push({ kind: 'multi', alias, join: rawSql(join) });
+      ref = (column) => `${target}.${quoteIdent(column)}`;
+      collection = relation.target;
+      continue;
+    }
+    const before = [...sources];
+    const parentId = ref('id');
+    const pointsHere = (alias: string) =>
+      relation.field.multiple
+        ? `${alias}.${quoteIdent(relation.field.column)} @> jsonb_build_array(${parentId})`
+        : `${alias}.${quoteIdent(relation.field.column)} = ${parentId}`;
+    const alias = aliases.next();
+    const target = quoteIdent(alias);
+    const table = quoteIdent(relation.collection.table);
+    sources.push({ kind: 'multi', alias, join: rawSql(`LEFT JOIN ${table} ${target} ON ${pointsHere(target)}`) });
+    ref = (column) => `${target}.${quoteIdent(column)}`;
+    collection = relation.collection;
+    if (isLast) {
+      const counted = quoteIdent(aliases.next());
+      const count = `(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(counted)})`;
+      const idField = collection.field('id') as FieldSchema;
+      return {
+        value: rawSql(wrapEmpty(ref('id'), 'text')),
+        field: idField,
+        storage: 'text',
+        sources,
+        count: { value: rawSql(count), sources: before },
+      };
+    }
+  }
+  throw fail(`unknown field "${whole}"`);
+}

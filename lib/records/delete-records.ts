@@ -1,0 +1,70 @@
+import { BadRequestError } from '../errors.js';
+import type { RecordStore, RecordValues } from '../db/record-store.js';
+import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+
+/** A record removed by a delete, with its collection: what file cleanup needs after commit. */
+export interface DeletedRecord {
+  readonly collection: CollectionSchema;
+  readonly record: RecordValues;
+}
+
+interface DeleteRun {
+  readonly store: RecordStore;
+  readonly registry: SchemaRegistry;
+  /** `collection:id` of every record this delete removes, so cycles and shared targets terminate. */
+  readonly doomed: Set<string>;
+  readonly deleted: DeletedRecord[];
+}
+
+const keyOf = (collection: CollectionSchema, id: unknown) => `${collection.name}:${String(id)}`;
+
+/** Unlinks or cascades every record that references one of `records` (DESIGN.md section 3). */
+async function detachReferences(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
+  const ids = records.map((r) => String(r.id));
+  for (const back of run.registry.backRelations(collection)) {
+    const referencing = (await run.store.selectReferencing({ collection: back.collection, field: back.field, ids })).filter(
+      (r) => !run.doomed.has(keyOf(back.collection, r.id)),
+    );
+    if (referencing.length === 0) continue;
+    const cascade = back.field.definition?.type === 'relation' && back.field.definition.cascadeDelete === true;
+    if (cascade) {
+      await removeRecords(run, back.collection, referencing);
+      continue;
+    }
+    for (const ref of referencing) {
+      const current = ref[back.field.name];
+      const next = back.field.multiple ? (current as string[]).filter((id) => !ids.includes(id)) : '';
+      if (back.field.required && (next === '' || (Array.isArray(next) && next.length === 0))) {
+        throw new BadRequestError(
+          `The record cannot be deleted: record "${String(ref.id)}" of "${back.collection.name}" requires it in its field "${back.field.name}".`,
+          'relation_required',
+        );
+      }
+      await run.store.update(back.collection, String(ref.id), { [back.field.name]: next });
+    }
+  }
+}
+
+async function removeRecords(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
+  for (const r of records) run.doomed.add(keyOf(collection, r.id));
+  await detachReferences(run, collection, records);
+  await run.store.deleteByIds(collection, records.map((r) => String(r.id)));
+  for (const record of records) run.deleted.push({ collection, record });
+}
+
+/**
+ * Deletes `records` and handles what points at them: references are removed, records whose
+ * relation has `cascadeDelete` are deleted too (recursively), and a `required` relation that
+ * would become empty aborts the whole delete with a 400. Call it inside a transaction: a throw
+ * must roll back everything it did. Returns every record removed, cascades included.
+ */
+export async function deleteRecords(options: {
+  store: RecordStore;
+  registry: SchemaRegistry;
+  collection: CollectionSchema;
+  records: readonly RecordValues[];
+}): Promise<DeletedRecord[]> {
+  const run: DeleteRun = { store: options.store, registry: options.registry, doomed: new Set(), deleted: [] };
+  await removeRecords(run, options.collection, options.records);
+  return run.deleted;
+}

@@ -1,0 +1,223 @@
+import { BadRequestError, ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { RecordStore, type RecordValues } from '../db/record-store.js';
+import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
+import type { SqlFragment } from '../query/sql-fragment.js';
+import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { compileRecordOrder } from './record-order.js';
+import { compileRule, compileUserFilter, negateConditions } from './access-rules.js';
+import type { Caller } from './caller.js';
+import { deleteRecords, type DeletedRecord } from './delete-records.js';
+import { generateRecordId, isRecordId } from './record-id.js';
+import { compileValidator, type RecordValidator } from './validate-record.js';
+
+/** What a list call asks for (already parsed and bounded by the HTTP layer). */
+export interface ListQuery {
+  page: number;
+  perPage: number;
+  skipTotal: boolean;
+  filter?: string;
+  sort?: string;
+}
+
+/** One page of records, as stored (the HTTP layer shapes the response). */
+export interface ListResult {
+  page: number;
+  perPage: number;
+  totalItems: number;
+  totalPages: number;
+  items: RecordValues[];
+}
+
+/** What a write sends: the body fields, and where they came from (coercion differs). */
+export interface WriteInput {
+  data: Record<string, unknown>;
+  source: 'json' | 'multipart';
+}
+
+/**
+ * Record operations with their rules, in transactions. Knows nothing of HTTP: the caller's
+ * identity and request values arrive as a Caller, results leave as record values. Every
+ * database error that means "unavailable" becomes a 503 here.
+ */
+export class RecordService {
+  private readonly validators = new Map<CollectionSchema, RecordValidator>();
+
+  constructor(
+    private readonly registry: SchemaRegistry,
+    private readonly store: RecordStore,
+  ) {
+    for (const collection of registry.collections) this.validators.set(collection, compileValidator(collection));
+  }
+
+  /** The collection named (or identified) `nameOrId`, or a 404. */
+  collection(nameOrId: string): CollectionSchema {
+    const collection = this.registry.get(nameOrId);
+    if (!collection) throw new NotFoundError(`Missing collection "${nameOrId}".`, 'collection_not_found');
+    return collection;
+  }
+
+  /** A page of records that pass the list rule and the filter. */
+  async list(collection: CollectionSchema, query: ListQuery, caller: Caller): Promise<ListResult> {
+    return this.guard(async () => {
+      const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter: query.filter, caller })];
+      const orderBy = compileRecordOrder({ registry: this.registry, collection, sort: query.sort, caller });
+      const items = await this.store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
+      if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
+      const totalItems = await this.store.count({ collection, where });
+      return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
+    });
+  }
+
+  /** One record that passes the view rule, or a 404. */
+  async view(collection: CollectionSchema, id: string, caller: Caller): Promise<RecordValues> {
+    return this.guard(async () => {
+      const where = this.rule(collection, 'view', caller);
+      const record = await this.store.selectById({ collection, id, where });
+      if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+      return record;
+    });
+  }
+
+  /**
+   * Creates a record. The create rule is checked against the new row inside the transaction, so
+   * a refused create leaves nothing behind (403).
+   */
+  async create(collection: CollectionSchema, input: WriteInput, caller: Caller): Promise<RecordValues> {
+    return this.guard(async () => {
+      const ruleWhere = this.rule(collection, 'create', caller);
+      const id = this.chooseId(input.data.id);
+      const values = this.validator(collection).validate({ input: input.data, source: input.source });
+      return this.store.transaction(async (store) => {
+        await this.checkRelations(store, collection, values);
+        const created = await this.insertOrReject(store, collection, { ...values, id });
+        if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
+          throw new ForbiddenError('You are not allowed to create this record.');
+        }
+        return created;
+      });
+    });
+  }
+
+  /**
+   * Updates a record under a row lock (concurrent updates serialise, none is lost). The update
+   * rule is part of the statement that locks the row; failing it is a 404.
+   */
+  async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller): Promise<RecordValues> {
+    return this.guard(async () => {
+      const where = this.rule(collection, 'update', caller);
+      return this.store.transaction(async (store) => {
+        const existing = await store.selectById({ collection, id, where, lock: true });
+        if (!existing) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+        const values = this.validator(collection).validate({ input: input.data, existing, source: input.source });
+        await this.checkRelations(store, collection, values, existing);
+        return this.updateOrReject(store, collection, id, values);
+      });
+    });
+  }
+
+  /** Deletes one record (and cascades); failing the delete rule is a 404. */
+  async delete(collection: CollectionSchema, id: string, caller: Caller): Promise<DeletedRecord[]> {
+    return this.guard(async () => {
+      const where = this.rule(collection, 'delete', caller);
+      return this.store.transaction(async (store) => {
+        const record = await store.selectById({ collection, id, where, lock: true });
+        if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+        return deleteRecords({ store, registry: this.registry, collection, records: [record] });
+      });
+    });
+  }
+
+  /**
+   * Deletes every record that matches `filter` and the list rule, all or nothing: if any of them
+   * fails the delete rule, nothing is deleted (403). A `null` delete rule is a 403 for
+   * non-superusers even when nothing matches.
+   */
+  async deleteMany(collection: CollectionSchema, filter: string | undefined, caller: Caller): Promise<{ deleted: DeletedRecord[]; count: number }> {
+    return this.guard(async () => {
+      if (filter === undefined || filter.trim() === '') throw new BadRequestError('A bulk delete needs a non-empty "filter" parameter.', 'filter_required');
+      const deleteRule = this.rule(collection, 'delete', caller);
+      const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter, caller })];
+      return this.store.transaction(async (store) => {
+        if (deleteRule.length > 0) {
+          const refused = await store.selectIdsForUpdate({ collection, where: [...where, negateConditions(deleteRule)] });
+          if (refused.length > 0) throw new ForbiddenError(`${refused.length} of the selected records may not be deleted; nothing was deleted.`);
+        }
+        const ids = await store.selectIdsForUpdate({ collection, where });
+        const records = await store.selectByIds({ collection, ids });
+        const deleted = await deleteRecords({ store, registry: this.registry, collection, records });
+        return { deleted, count: records.length };
+      });
+    });
+  }
+
+  private rule(collection: CollectionSchema, action: 'list' | 'view' | 'create' | 'update' | 'delete', caller: Caller): SqlFragment[] {
+    return compileRule({ registry: this.registry, collection, action, caller });
+  }
+
+  private validator(collection: CollectionSchema): RecordValidator {
+    return this.validators.get(collection)!;
+  }
+
+  private chooseId(requested: unknown): string {
+    if (requested === undefined || requested === null || requested === '') return generateRecordId();
+    if (!isRecordId(requested)) {
+      throw new ValidationError({ id: { code: 'validation_invalid_format', message: 'Must be 15 characters of a-z and 0-9.' } });
+    }
+    return requested;
+  }
+
+  /** Every relation id that is new in `values` must exist in its target collection. */
+  private async checkRelations(store: RecordStore, collection: CollectionSchema, values: RecordValues, existing?: RecordValues): Promise<void> {
+    const errors: Record<string, FieldError> = {};
+    for (const field of collection.fields) {
+      if (field.relationTo === undefined || !(field.name in values)) continue;
+      const before = new Set(asIds(existing?.[field.name]));
+      const wanted = asIds(values[field.name]).filter((id) => !before.has(id));
+      if (wanted.length === 0) continue;
+      const found = await store.selectExistingIds(this.registry.get(field.relationTo)!, wanted);
+      if (found.size < new Set(wanted).size) {
+        errors[field.name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' };
+      }
+    }
+    if (Object.keys(errors).length > 0) throw new ValidationError(errors);
+  }
+
+  private async insertOrReject(store: RecordStore, collection: CollectionSchema, values: RecordValues): Promise<RecordValues> {
+    try {
+      return await store.insert(collection, values);
+    } catch (err) {
+      throw this.uniqueViolation(collection, err) ?? err;
+    }
+  }
+
+  private async updateOrReject(store: RecordStore, collection: CollectionSchema, id: string, values: RecordValues): Promise<RecordValues> {
+    try {
+      return await store.update(collection, id, values);
+    } catch (err) {
+      throw this.uniqueViolation(collection, err) ?? err;
+    }
+  }
+
+  /** A unique index violation as a 422 on the index's first field (the primary key: `id`). */
+  private uniqueViolation(collection: CollectionSchema, err: unknown): ValidationError | undefined {
+    const constraint = uniqueViolationConstraint(err);
+    if (constraint === undefined) return undefined;
+    const index = collection.indexes.find((i) => i.name === constraint);
+    const field = index ? (collection.fields.find((f) => f.column === index.columns[0].column)?.name ?? 'id') : 'id';
+    return new ValidationError({ [field]: { code: 'validation_not_unique', message: 'Value must be unique.' } });
+  }
+
+  /** Runs `work`, turning "database unreachable" driver errors into 503s. */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw translateDatabaseError(err);
+    }
+  }
+}
+
+function asIds(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v !== '');
+  return typeof value === 'string' && value !== '' ? [value] : [];
+}

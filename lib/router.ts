@@ -1,0 +1,76 @@
+import { join } from 'node:path';
+import express, { type Router } from 'express';
+import type { Knex } from 'knex';
+import { UnavailableError } from './errors.js';
+import { openEmbeddedDatabase } from './db/open-embedded-database.js';
+import { RecordStore } from './db/record-store.js';
+import { syncDatabaseSchema } from './db/sync-database-schema.js';
+import { createErrorMiddleware } from './http/error-middleware.js';
+import { createRecordsRoutes } from './http/records-routes.js';
+import { resolveOptions, type RecordsRouterOptions } from './options.js';
+import { RecordPresenter } from './records/present-records.js';
+import { RecordService } from './records/record-service.js';
+import { buildSchemaRegistry } from './schema/collection-schema.js';
+
+/** The router returned by createRecordsRouter: mount it anywhere, await `ready`, `close()` at shutdown. */
+export interface RecordsRouter extends Router {
+  /** Resolves once the schema is synced; rejects with the reason if initialisation failed. */
+  readonly ready: Promise<void>;
+  /** Releases what the router owns (the embedded database). A database you passed in stays open. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the records-and-files router (DESIGN.md section 1). Synchronous: invalid options or
+ * collection definitions throw here; the schema sync runs behind `ready`, requests that arrive
+ * earlier wait for it, and if it fails every request answers 503 with the reason.
+ */
+export function createRecordsRouter(options: RecordsRouterOptions): RecordsRouter {
+  const resolved = resolveOptions(options);
+  const registry = buildSchemaRegistry(resolved.collections);
+  const logger = resolved.logger;
+  const ownsDatabase = resolved.database === undefined;
+  let database: Knex | undefined = resolved.database;
+  let routes: Router | undefined;
+
+  const ready = (async () => {
+    database ??= openEmbeddedDatabase(join(resolved.dataDir, 'db'));
+    await syncDatabaseSchema(database, registry.collections);
+    const store = new RecordStore(database);
+    routes = createRecordsRoutes({
+      records: new RecordService(registry, store),
+      presenter: new RecordPresenter(registry, store),
+      auth: resolved.auth,
+      maxBodySize: resolved.limits.maxBodySize,
+      maxPerPage: resolved.limits.maxPerPage,
+    });
+  })();
+  let failure: Error | undefined;
+  // The host may never await `ready`; a failed init must not become an unhandled rejection.
+  ready.catch((err: unknown) => {
+    failure = err instanceof Error ? err : new Error(String(err));
+    logger.error(`initialisation failed: ${failure.message}`);
+  });
+
+  const router = express.Router() as RecordsRouter;
+  router.use(async (req, res, next) => {
+    try {
+      await ready;
+    } catch {
+      throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
+    }
+    routes!(req, res, next);
+  });
+  router.use(createErrorMiddleware(logger));
+
+  Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
+  let closing: Promise<void> | undefined;
+  router.close = () => {
+    closing ??= (async () => {
+      await ready.catch(() => undefined);
+      if (ownsDatabase && database) await database.destroy();
+    })();
+    return closing;
+  };
+  return router;
+}

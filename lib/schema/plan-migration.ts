@@ -1,0 +1,171 @@
+import { SchemaError } from '../errors.js';
+import { quoteIdent as q } from '../query/sql-fragment.js';
+import { shortenIdentifier, type CollectionSchema, type FieldSchema, type StorageKind } from './collection-schema.js';
+
+/** The table recordbase keeps its own bookkeeping in: the last applied definition per collection. */
+export const META_TABLE = '_rb_collections';
+
+/** What a collection looked like when it was last synced (stored in META_TABLE). */
+export interface AppliedCollection {
+  id: string;
+  fields: { name: string; type: string; multiple: boolean }[];
+}
+
+/** What the database holds now, as read by lib/db/introspect-database.ts. */
+export interface DatabaseState {
+  /** Table name -> column name -> information_schema data_type. */
+  tables: Map<string, Map<string, string>>;
+  /** Names of existing indexes in the schema. */
+  indexes: Set<string>;
+  /** Collection name -> last applied definition (empty when META_TABLE is new). */
+  applied: Map<string, AppliedCollection>;
+  metaTableExists: boolean;
+}
+
+/** The DDL to run, in order, and the bookkeeping rows to write afterwards. */
+export interface MigrationPlan {
+  statements: string[];
+  applied: Map<string, AppliedCollection>;
+}
+
+/** information_schema's data_type for each storage kind: how we recognise a column we made. */
+const DATA_TYPE: Record<StorageKind, string> = {
+  text: 'text',
+  array: 'jsonb',
+  bool: 'boolean',
+  number: 'double precision',
+  date: 'timestamp with time zone',
+  json: 'jsonb',
+};
+
+function columnDefinition(field: FieldSchema): string {
+  if (field.name === 'id') return 'text PRIMARY KEY';
+  if (field.system) return 'timestamptz(3) NOT NULL DEFAULT now()';
+  switch (field.storage) {
+    case 'text':
+      return "text NOT NULL DEFAULT ''";
+    case 'array':
+      return "jsonb NOT NULL DEFAULT '[]'::jsonb";
+    case 'bool':
+      return 'boolean NOT NULL DEFAULT false';
+    case 'number':
+      return 'double precision';
+    case 'date':
+      return 'timestamptz(3)';
+    case 'json':
+      return 'jsonb';
+  }
+}
+
+interface IndexStatement {
+  name: string;
+  sql: string;
+}
+
+/** The indexes every collection gets without asking, then the declared ones. */
+function indexesOf(c: CollectionSchema): IndexStatement[] {
+  const t = q(c.table);
+  const out: IndexStatement[] = [];
+  const add = (name: string, body: string, unique = false) => {
+    const n = shortenIdentifier(name);
+    out.push({ name: n, sql: `CREATE ${unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${q(n)} ON ${t} ${body}` });
+  };
+  add(`idx_${c.table}_created`, `("created", "id")`);
+  for (const f of c.fields) {
+    if (f.system) continue;
+    if (f.multiple) add(`idx_${c.table}_${f.column}_gin`, `USING gin (${q(f.column)})`);
+    else if (f.relationTo !== undefined) add(`idx_${c.table}_${f.column}`, `(${q(f.column)})`);
+  }
+  for (const index of c.indexes) {
+    const columns = index.columns.map((col) => `${q(col.column)}${col.descending ? ' DESC' : ''}`).join(', ');
+    // Empty text ('') is a field's "no value": a unique index must not make two empty values collide.
+    const textColumns = index.columns.filter((col) => c.field(col.column)?.storage === 'text' && col.column !== 'id');
+    const where = index.unique && textColumns.length > 0 ? ' WHERE ' + textColumns.map((col) => `${q(col.column)} <> ''`).join(' AND ') : '';
+    out.push({ name: index.name, sql: `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${q(index.name)} ON ${t} (${columns})${where}` });
+  }
+  return out;
+}
+
+function describeApplied(c: CollectionSchema): AppliedCollection {
+  return {
+    id: c.id,
+    fields: c.fields.filter((f) => !f.system).map((f) => ({ name: f.name, type: f.type, multiple: f.multiple })),
+  };
+}
+
+/** Compares field by field: jsonb does not keep key order, so serialised forms may differ. */
+function isSameApplied(a: AppliedCollection, b: AppliedCollection): boolean {
+  return (
+    a.id === b.id &&
+    a.fields.length === b.fields.length &&
+    a.fields.every((f, i) => f.name === b.fields[i].name && f.type === b.fields[i].type && f.multiple === b.fields[i].multiple)
+  );
+}
+
+function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): void {
+  if (before.id !== c.id) {
+    throw new SchemaError(
+      `collection "${c.name}": its id changed from "${before.id}" to "${c.id}"; file keys use the id, so recordbase refuses to change it`,
+    );
+  }
+  for (const old of before.fields) {
+    const now = c.field(old.name);
+    if (!now) continue; // a dropped column is caught by the column check
+    if (now.type !== old.type || now.multiple !== old.multiple) {
+      const was = `${old.type}${old.multiple ? ' (multiple)' : ''}`;
+      const is = `${now.type}${now.multiple ? ' (multiple)' : ''}`;
+      throw new SchemaError(`collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely`);
+    }
+  }
+}
+
+function planTable(c: CollectionSchema, columns: Map<string, string> | undefined): string[] {
+  const t = q(c.table);
+  if (!columns) {
+    return [`CREATE TABLE ${t} (${c.fields.map((f) => `${q(f.column)} ${columnDefinition(f)}`).join(', ')})`];
+  }
+  const statements: string[] = [];
+  for (const f of c.fields) {
+    const existing = columns.get(f.column);
+    if (existing === undefined) {
+      statements.push(`ALTER TABLE ${t} ADD COLUMN ${q(f.column)} ${columnDefinition(f)}`);
+    } else if (existing !== DATA_TYPE[f.storage]) {
+      throw new SchemaError(
+        `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${DATA_TYPE[f.storage]}; a type change cannot be applied safely`,
+      );
+    }
+  }
+  for (const column of columns.keys()) {
+    if (!c.field(column)) {
+      throw new SchemaError(
+        `collection "${c.name}", field "${column}": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)`,
+      );
+    }
+  }
+  return statements;
+}
+
+/**
+ * Compares the declared collections with the database and returns the DDL that brings the
+ * database up to date. Pure: the same inputs give the same plan, which is what
+ * `recordbase migrate --dry-run` prints. Throws SchemaError, naming collection and field, on
+ * anything it cannot apply without losing data (type changes, undeclared columns, id changes).
+ */
+export function planMigration(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
+  const statements: string[] = [];
+  if (!state.metaTableExists) {
+    statements.push(`CREATE TABLE IF NOT EXISTS ${q(META_TABLE)} ("name" text PRIMARY KEY, "id" text NOT NULL, "fields" jsonb NOT NULL, "updated" timestamptz NOT NULL DEFAULT now())`);
+  }
+  const applied = new Map<string, AppliedCollection>();
+  for (const c of collections) {
+    const before = state.applied.get(c.name);
+    if (before) checkAgainstApplied(c, before);
+    statements.push(...planTable(c, state.tables.get(c.table)));
+    for (const index of indexesOf(c)) {
+      if (!state.indexes.has(index.name)) statements.push(index.sql);
+    }
+    const now = describeApplied(c);
+    if (!before || !isSameApplied(before, now)) applied.set(c.name, now);
+  }
+  return { statements, applied };
+}

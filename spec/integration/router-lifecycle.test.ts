@@ -1,0 +1,113 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Server } from 'node:http';
+import express from 'express';
+import knexFactory from 'knex';
+import supertest from 'supertest';
+import { createRecordsRouter, SchemaError, type RecordsRouter } from '../../lib/index.js';
+import { resolveOptions } from '../../lib/options.js';
+import { openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
+import { createMemoryLogger } from '../support/test-app.js';
+
+const notes = [{ name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: { list: '', view: '', create: '' } }];
+
+async function serve(router: RecordsRouter, prefix = '/backend'): Promise<{ http: supertest.Agent; server: Server }> {
+  const app = express();
+  app.use(prefix, router);
+  app.get('/host-route', (_req, res) => void res.json({ host: true }));
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const address = server.address() as { port: number };
+  return { http: supertest.agent(`http://127.0.0.1:${address.port}`), server };
+}
+
+describe('router lifecycle', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rb-lifecycle-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('without a database it uses the embedded engine under dataDir/db, and data survives a restart', async () => {
+    const first = createRecordsRouter({ collections: notes, dataDir: dir, logger: createMemoryLogger() });
+    const a = await serve(first, '/any/prefix');
+    // sent before `ready` resolved: it waits instead of failing
+    const created = await a.http.post('/any/prefix/api/collections/notes/records').send({ text: 'persisted' });
+    expect(created.status).toBe(200);
+    expect((await a.http.get('/host-route')).body).toEqual({ host: true });
+    a.server.close();
+    await first.close();
+
+    const second = createRecordsRouter({ collections: notes, dataDir: dir, logger: createMemoryLogger() });
+    await second.ready;
+    const b = await serve(second);
+    const view = await b.http.get(`/backend/api/collections/notes/records/${created.body.id}`);
+    expect(view.status).toBe(200);
+    expect(view.body.text).toBe('persisted');
+    b.server.close();
+    await second.close();
+  });
+
+  test('a database that cannot be reached: ready rejects and every request is a 503 carrying the reason', async () => {
+    const logger = createMemoryLogger();
+    const database = knexFactory({ client: 'pg', connection: 'postgres://postgres@127.0.0.1:1/none', pool: { min: 0, max: 1 }, acquireConnectionTimeout: 2000 });
+    const router = createRecordsRouter({ collections: notes, database, logger });
+    await expect(router.ready).rejects.toThrow();
+    const { http, server } = await serve(router);
+    const res = await http.get('/backend/api/collections/notes/records');
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ status: 503, message: expect.stringContaining('recordbase could not start'), data: {} });
+    expect(res.body.message).toMatch(/ECONNREFUSED|connect/);
+    expect(logger.lines.join('\n')).toContain('initialisation failed');
+    server.close();
+    await router.close();
+    await database.destroy();
+  });
+
+  test('an unsafe schema change: ready rejects with a message naming collection and field; requests get it as 503', async () => {
+    const first = createRecordsRouter({ collections: notes, dataDir: dir, logger: createMemoryLogger() });
+    await first.ready;
+    await first.close();
+    const changed = [{ name: 'notes', fields: [{ name: 'text', type: 'number' as const }] }];
+    const second = createRecordsRouter({ collections: changed, dataDir: dir, logger: createMemoryLogger() });
+    await expect(second.ready).rejects.toThrow(SchemaError);
+    const { http, server } = await serve(second);
+    const res = await http.get('/backend/api/collections/notes/records');
+    expect(res.status).toBe(503);
+    expect(res.body.message).toContain('collection "notes", field "text"');
+    server.close();
+    await second.close();
+  });
+
+  test('invalid definitions throw at creation, naming what is wrong', () => {
+    expect(() => createRecordsRouter({ collections: [{ name: 'Bad Name', fields: [] }], dataDir: dir })).toThrow(/collection "Bad Name"/);
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 'id', type: 'text' }] }], dataDir: dir })).toThrow(/system field/);
+    expect(() =>
+      createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 'r', type: 'relation', collection: 'missing' }] }], dataDir: dir }),
+    ).toThrow(/collection "a", field "r": relation target "missing"/);
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 's', type: 'select', values: [] }] }], dataDir: dir })).toThrow(/values/);
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [] }, { name: 'a', fields: [] }], dataDir: dir })).toThrow(/used by/);
+  });
+
+  test('limits come from the environment unless given, and malformed values are refused', () => {
+    expect(resolveOptions({ collections: [] }, {}).limits).toEqual({ maxFileSize: 5 * 1024 * 1024, maxBodySize: 10 * 1024 * 1024, maxPerPage: 1000 });
+    expect(resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '100', SERVICE_MAX_BODY_SIZE: '200' }).limits).toMatchObject({ maxFileSize: 100, maxBodySize: 200 });
+    expect(resolveOptions({ collections: [], limits: { maxBodySize: 7 } }, { SERVICE_MAX_BODY_SIZE: '200' }).limits.maxBodySize).toBe(7);
+    expect(() => resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '5MB' })).toThrow(/SERVICE_MAX_FILE_SIZE/);
+    expect(() => resolveOptions({ collections: [], limits: { maxPerPage: 0 } }, {})).toThrow(/maxPerPage/);
+  });
+
+  test('close() is idempotent and leaves a database passed in open', async () => {
+    const database = openMemoryDatabase();
+    const router = createRecordsRouter({ collections: notes, database, logger: createMemoryLogger() });
+    await router.ready;
+    await router.close();
+    await router.close();
+    expect((await database.raw('select count(*)::int as n from notes')).rows[0].n).toBe(0);
+    await database.destroy();
+  });
+});

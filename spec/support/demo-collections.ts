@@ -1,0 +1,61 @@
+import type { CollectionDefinition } from '../../lib/index.js';
+
+/**
+ * The collections most integration suites use: users, posts (every field type) and two kinds of
+ * comments (one cascading, one with a required relation that blocks deletes).
+ */
+export function blogCollections(): CollectionDefinition[] {
+  return [
+    {
+      name: 'users',
+      fields: [
+        { name: 'name', type: 'text', required: true },
+        { name: 'email', type: 'email' },
+        { name: 'role', type: 'select', values: ['editor', 'reader'] },
+      ],
+      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      indexes: [{ fields: ['email'], unique: true }],
+    },
+    {
+      name: 'posts',
+      id: 'pbc_posts01',
+      fields: [
+        { name: 'title', type: 'text', required: true, min: 1, max: 20 },
+        { name: 'body', type: 'text' },
+        { name: 'slug', type: 'text', pattern: '^[a-z0-9-]*$' },
+        { name: 'views', type: 'number', min: 0, onlyInt: true },
+        { name: 'score', type: 'number', max: 10 },
+        { name: 'published', type: 'bool' },
+        { name: 'publishedAt', type: 'date' },
+        { name: 'contact', type: 'email' },
+        { name: 'site', type: 'url' },
+        { name: 'category', type: 'select', values: ['news', 'howto'] },
+        { name: 'tags', type: 'select', values: ['a', 'b', 'c'], maxSelect: 2 },
+        { name: 'meta', type: 'json' },
+        { name: 'author', type: 'relation', collection: 'users' },
+        { name: 'editors', type: 'relation', collection: 'users', maxSelect: 5 },
+        { name: 'cover', type: 'file' },
+        { name: 'secret', type: 'text', hidden: true },
+      ],
+      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      indexes: [{ fields: ['slug'], unique: true }, { fields: ['views'] }],
+    },
+    {
+      name: 'comments',
+      fields: [
+        { name: 'text', type: 'text' },
+        { name: 'post', type: 'relation', collection: 'posts', cascadeDelete: true },
+      ],
+      rules: { list: '', view: '', create: '', update: '', delete: '' },
+    },
+    {
+      name: 'pins',
+      fields: [{ name: 'post', type: 'relation', collection: 'posts', required: true }],
+      rules: { list: '', view: '', create: '', update: '', delete: '' },
+    },
+    {
+      name: 'locked',
+      fields: [{ name: 'note', type: 'text' }],
+    },
+  ];
+}

@@ -1,0 +1,66 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express from 'express';
+import supertest from 'supertest';
+import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
+import type { RecordsRouterOptions } from '../../lib/options.js';
+import type { Identity } from '../../lib/auth/identity.js';
+import { openTestDatabase, type Engine, type TestDatabase } from './test-database.js';
+
+/** Tokens the test auth() accepts, and the identities they stand for. */
+export const TEST_IDENTITIES: Record<string, Identity> = {
+  'token-alice': { id: 'aliceaaaaaaaaaa', name: 'Alice', role: 'editor' },
+  'token-bob': { id: 'bobbbbbbbbbbbbb', name: 'Bob', role: 'reader' },
+  'token-root': { id: 'rootrrrrrrrrrrr', superuser: true },
+};
+
+/** A host app on a real listening server with the router mounted under /backend. */
+export interface TestApp {
+  readonly database: TestDatabase;
+  readonly router: RecordsRouter;
+  readonly server: Server;
+  readonly baseUrl: string;
+  /** supertest bound to the listening server. */
+  readonly http: supertest.Agent;
+  close(): Promise<void>;
+}
+
+/** A silent logger that remembers what it was told, so tests can assert on it. */
+export function createMemoryLogger() {
+  const lines: string[] = [];
+  const log = (message: string) => void lines.push(message);
+  return { lines, error: log, warn: log, info: log };
+}
+
+/**
+ * Starts a host app for one engine: isolated database, router under /backend, test auth
+ * (TEST_IDENTITIES), listening on an ephemeral port.
+ */
+export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOptions, 'database'>): Promise<TestApp> {
+  const database = await openTestDatabase(engine);
+  const router = createRecordsRouter({
+    auth: (token) => TEST_IDENTITIES[token] ?? null,
+    logger: createMemoryLogger(),
+    ...options,
+    database: database.db,
+  });
+  await router.ready;
+  const app = express();
+  app.use('/backend', router);
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    database,
+    router,
+    server,
+    baseUrl,
+    http: supertest.agent(baseUrl),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await router.close();
+      await database.destroy();
+    },
+  };
+}
