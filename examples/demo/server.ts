@@ -26,7 +26,8 @@ app.get('/', (_req, res) => {
 await records.ready;
 const port = Number(process.env.PORT ?? 8090);
 const server = app.listen(port, '127.0.0.1', async () => {
-  const base = `http://127.0.0.1:${port}/backend`;
+  const address = server.address();
+  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}/backend`;
   await seedAlice(base); // Alice exists as a user record, so posts can point at her
   console.log(`recordbase demo listening on ${base}`);
   console.log('Try:');
