@@ -69,7 +69,7 @@ describe('the recordbase executable and the demo', () => {
     try {
       const created = await fetch(`${url}/api/collections/notes/records`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"text":"hi"}' });
       expect(created.status).toBe(200);
-      const list = await (await fetch(`${url}/api/collections/notes/records`)).json();
+      const list = (await (await fetch(`${url}/api/collections/notes/records`)).json()) as { items: { text: string }[] };
       expect(list.items.map((r: { text: string }) => r.text)).toEqual(['hi']);
     } finally {
       await stop(child);
@@ -93,7 +93,7 @@ describe('the recordbase executable and the demo', () => {
         body: JSON.stringify({ title: 'Hello', author: 'demoalice000000' }),
       });
       expect(created.status).toBe(200);
-      const list = await (await fetch(`${url}/api/collections/posts/records?perPage=10`)).json();
+      const list = (await (await fetch(`${url}/api/collections/posts/records?perPage=10`)).json()) as Record<string, unknown>;
       expect(list).toMatchObject({ page: 1, perPage: 10, totalItems: 1, items: [{ title: 'Hello', author: 'demoalice000000' }] });
       const guest = await fetch(`${url}/api/collections/posts/records`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"x"}' });
       expect(guest.status).toBe(403);
