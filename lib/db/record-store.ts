@@ -112,19 +112,27 @@ export class RecordStore {
   }
 
   /**
-   * Records of `collection` whose relation `field` holds `id`, locked for the transaction:
-   * the rows a delete must cascade to or unlink.
+   * Records of `collection` whose relation `field` holds one of `ids`, in created order: the
+   * rows a delete must cascade to or unlink (with `lock`), or a back-relation to expand.
    */
-  async selectReferencing(options: { collection: CollectionSchema; field: FieldSchema; ids: readonly string[] }): Promise<RecordValues[]> {
+  async selectByRelation(options: {
+    collection: CollectionSchema;
+    field: FieldSchema;
+    ids: readonly string[];
+    where?: readonly SqlFragment[];
+    lock?: boolean;
+  }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
     const column = `${q(RECORD_ALIAS)}.${q(options.field.column)}`;
-    const query = this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection));
+    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where ?? []);
     if (options.field.multiple) {
       query.whereRaw(`jsonb_exists_any(${column}, ARRAY[${options.ids.map(() => '?').join(', ')}]::text[])`, [...options.ids]);
     } else {
       query.whereIn(`${RECORD_ALIAS}.${options.field.column}`, [...options.ids]);
     }
-    const rows: Record<string, unknown>[] = await query.forUpdate(RECORD_ALIAS);
+    if (options.lock) query.forUpdate(RECORD_ALIAS);
+    else query.orderBy([`${RECORD_ALIAS}.created`, `${RECORD_ALIAS}.id`]);
+    const rows: Record<string, unknown>[] = await query;
     return rows.map((row) => readRow(options.collection, row));
   }
 

@@ -25,8 +25,7 @@ export function compileRule(options: { registry: SchemaRegistry; collection: Col
       collection,
       alias: RECORD_ALIAS,
       request: caller.request,
-      canSeeHidden: true,
-      allowCollectionRefs: true,
+      isRule: true,
       now: new Date(),
     }),
   ];

@@ -22,7 +22,7 @@ const keyOf = (collection: CollectionSchema, id: unknown) => `${collection.name}
 async function detachReferences(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
   const ids = records.map((r) => String(r.id));
   for (const back of run.registry.backRelations(collection)) {
-    const referencing = (await run.store.selectReferencing({ collection: back.collection, field: back.field, ids })).filter(
+    const referencing = (await run.store.selectByRelation({ collection: back.collection, field: back.field, ids, lock: true })).filter(
       (r) => !run.doomed.has(keyOf(back.collection, r.id)),
     );
     if (referencing.length === 0) continue;

@@ -1,6 +1,11 @@
 import type { RecordStore, RecordValues } from '../db/record-store.js';
+import { translateDatabaseError } from '../db/translate-database-error.js';
+import { applyFields } from '../query/apply-fields.js';
+import { parseExpand } from '../query/parse-expand.js';
+import { parseFields } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
+import { expandRecords } from './expand-records.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** What a response asks of its records: which fields, which relations expanded. */
@@ -24,7 +29,21 @@ export class RecordPresenter {
   ) {}
 
   async present(options: PresentOptions): Promise<Record<string, unknown>[]> {
+    const selection = parseFields(options.fields);
     const showHidden = isSuperuser(options.caller);
-    return options.records.map((record) => serializeRecord(options.collection, record, { showHidden }));
+    const items = options.records.map((values) => ({ values, out: serializeRecord(options.collection, values, { showHidden }) }));
+    try {
+      await expandRecords({
+        registry: this.registry,
+        store: this.store,
+        caller: options.caller,
+        collection: options.collection,
+        items,
+        tree: parseExpand(options.expand),
+      });
+    } catch (err) {
+      throw translateDatabaseError(err);
+    }
+    return items.map((item) => applyFields(item.out, selection));
   }
 }
