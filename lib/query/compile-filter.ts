@@ -4,7 +4,7 @@ import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } fro
 import { createFilterError, quoteForMessage } from './filter-error.js';
 import { parseFilterCached } from './filter-parser.js';
 import { formatRecordDate, parseDateLiteral } from './date-literal.js';
-import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath } from './resolve-path.js';
+import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
 import { bindValue, joinSql, quoteIdent, rawSql, sql, type BindCast, type SqlFragment } from './sql-fragment.js';
 
 /**
@@ -21,8 +21,16 @@ export interface FilterContext {
   readonly canSeeHidden?: boolean;
   /** `@collection.*` allowed (rules, superusers). */
   readonly allowCollectionRefs?: boolean;
-  /** Compiling a collection rule: implies both flags above. */
+  /** Compiling a collection rule: implies both flags above, and never applies target rules. */
   readonly isRule?: boolean;
+  /**
+   * Whether every relation hop (`author.email`, `comments_via_post.text`, ...) sees only the
+   * target collection's records that pass its view rule for this request (a `null` view rule:
+   * none). Default: on, unless `canSeeHidden` (superusers) or `isRule` (rules see everything).
+   * Always off in rule mode, which also bounds the recursion: a target's view rule is compiled
+   * in rule mode, so its own hops are not restricted further.
+   */
+  readonly applyTargetRules?: boolean;
   /** The instant macros (`@now`, `@todayStart`, ...) are computed from; default: now. */
   readonly now?: Date;
 }
@@ -42,6 +50,40 @@ export function compileFilter(filter: string | FilterNode, context: FilterContex
   const node = typeof filter === 'string' ? parseFilterCached(filter) : filter;
   const compiled = new FilterCompiler(context).compileRoot(node);
   return { sql: compiled.sql, bindings: [...compiled.bindings] };
+}
+
+/** What a hop needs to compile its target collection's view rule. */
+export interface TargetRuleOptions {
+  readonly registry: SchemaRegistry;
+  readonly request: RequestInfo;
+  /** The allocator of the surrounding compilation, so the rule's own aliases never clash with it. */
+  readonly aliases: AliasAllocator;
+  readonly now: Date;
+}
+
+/**
+ * The view rule of `target` as a condition on its rows aliased `alias`: `FALSE` for a `null`
+ * rule (no record is visible), undefined for `""` (no condition), otherwise the rule compiled in
+ * rule mode for the same request. Rule mode applies no target rules itself, so this never recurses.
+ */
+export function compileTargetViewRule(options: TargetRuleOptions & { target: CollectionSchema; alias: string }): SqlFragment | undefined {
+  const rule = options.target.rules.view;
+  if (rule === null) return rawSql('FALSE');
+  if (rule.trim() === '') return undefined;
+  const context: FilterContext = {
+    registry: options.registry,
+    collection: options.target,
+    alias: options.alias,
+    request: options.request,
+    isRule: true,
+    now: options.now,
+  };
+  return new FilterCompiler(context, options.aliases).compileRoot(parseFilterCached(rule));
+}
+
+/** A TargetCondition applying each hop's target view rule (see compileTargetViewRule). */
+export function targetViewRules(options: TargetRuleOptions): TargetCondition {
+  return (target, alias) => compileTargetViewRule({ ...options, target, alias });
 }
 
 type Quantifier = 'exists' | 'forall' | 'none';
@@ -95,16 +137,28 @@ class FilterCompiler {
   private readonly canSeeHidden: boolean;
   private readonly allowCollectionRefs: boolean;
   private readonly mainAlias: string;
+  private readonly now: Date;
+  /** The hop restriction (target view rules), or undefined when every row is visible. */
+  private readonly targetCondition: TargetCondition | undefined;
   /** `@collection.<name>[:alias]` key -> its FROM item, shared by every reference in the filter. */
   private readonly collectionSources = new Map<string, PathSource>();
   /** For each node, the @collection keys whose EXISTS wraps it (it holds all their references). */
   private scopes = new Map<FilterNode, string[]>();
 
-  constructor(private readonly ctx: FilterContext) {
+  /** `aliases`: the allocator of an enclosing compilation (a target view rule inside a filter). */
+  constructor(
+    private readonly ctx: FilterContext,
+    aliases?: AliasAllocator,
+  ) {
     this.mainAlias = quoteIdent(ctx.alias);
-    this.aliases = new AliasAllocator(ctx.alias);
+    this.aliases = aliases ?? new AliasAllocator(ctx.alias);
     this.canSeeHidden = ctx.canSeeHidden === true || ctx.isRule === true;
     this.allowCollectionRefs = ctx.allowCollectionRefs === true || ctx.isRule === true;
+    this.now = ctx.now ?? new Date();
+    const applyTargetRules = ctx.isRule !== true && (ctx.applyTargetRules ?? ctx.canSeeHidden !== true);
+    this.targetCondition = applyTargetRules
+      ? targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now })
+      : undefined;
   }
 
   compileRoot(node: FilterNode): SqlFragment {
@@ -308,12 +362,12 @@ class FilterCompiler {
     const path = this.resolvePath(operand, {
       collection: this.ctx.collection,
       segments: operand.segments,
-      ref: (column) => `${main}.${quoteIdent(column)}`,
+      ref: (column) => rawSql(`${main}.${quoteIdent(column)}`),
     });
     return this.applyPathModifier(operand, path);
   }
 
-  private resolvePath(operand: IdentifierOperand, options: { collection: CollectionSchema; segments: readonly string[]; ref: (column: string) => string }): ResolvedPath {
+  private resolvePath(operand: IdentifierOperand, options: { collection: CollectionSchema; segments: readonly string[]; ref: (column: string) => SqlFragment }): ResolvedPath {
     return resolveFieldPath({
       registry: this.ctx.registry,
       collection: options.collection,
@@ -323,6 +377,7 @@ class FilterCompiler {
       canSeeHidden: this.canSeeHidden,
       allowMulti: true,
       fail: (what) => createFilterError(what, operand.pos),
+      targetCondition: this.targetCondition,
     });
   }
 
@@ -364,7 +419,7 @@ class FilterCompiler {
     const path = this.resolvePath(operand, {
       collection,
       segments: operand.segments.slice(2),
-      ref: (column) => `${alias}.${quoteIdent(column)}`,
+      ref: (column) => rawSql(`${alias}.${quoteIdent(column)}`),
     });
     return this.applyPathModifier(operand, path);
   }
@@ -374,7 +429,7 @@ class FilterCompiler {
       throw createFilterError(`unknown identifier "${operand.name}"`, operand.pos);
     }
     if (operand.modifier !== undefined) throw createFilterError(`macros take no modifier ("${operand.name}:${operand.modifier}")`, operand.pos);
-    const value = computeMacro(operand.name, this.ctx.now ?? new Date());
+    const value = computeMacro(operand.name, this.now);
     return { kind: 'value', value, strict: true, pos: operand.pos, label: operand.name, hint: value instanceof Date ? 'date' : 'number' };
   }
 

@@ -1,8 +1,9 @@
 import { BadRequestError } from '../errors.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { AliasAllocator, resolveFieldPath } from './resolve-path.js';
-import { quoteIdent } from './sql-fragment.js';
-import type { CompiledSql } from './compile-filter.js';
+import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
+import { targetViewRules, type CompiledSql } from './compile-filter.js';
+import type { RequestInfo } from './request-info.js';
 
 /** Most sort fields accepted (DESIGN section 4). */
 export const MAX_SORT_FIELDS = 8;
@@ -13,8 +14,16 @@ export interface SortContext {
   readonly collection: CollectionSchema;
   /** SQL alias of the main table in the surrounding query. */
   readonly alias: string;
-  /** Superusers may sort on hidden fields. */
+  /** Superusers may sort on hidden fields (and are not restricted by target view rules). */
   readonly canSeeHidden?: boolean;
+  /**
+   * The request, for the view rules of the collections a relation path goes through: with it,
+   * and unless `canSeeHidden`, each hop sees only the target records that pass the target's
+   * view rule (a hidden or missing target sorts as empty). Without it no target rule applies.
+   */
+  readonly request?: RequestInfo;
+  /** The instant macros in target view rules are computed from; default: now. */
+  readonly now?: Date;
 }
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -28,6 +37,7 @@ function createSortError(what: string): BadRequestError {
  * as the last tie-breaker, in the direction of the last sort field, so paging is deterministic
  * and a (field, id) index can serve both directions; an empty sort is `created, id` ascending.
  * Only single relations may be traversed: a multi-valued path has no one value to order by.
+ * A relation path's values may carry bindings (the target view rules), returned in text order.
  */
 export function compileSort(sort: string | undefined, context: SortContext): CompiledSql {
   const main = quoteIdent(context.alias);
@@ -41,7 +51,11 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
   if (items.length === 0) return { sql: `${main}."created" ASC, ${id} ASC`, bindings: [] };
   if (items.length > MAX_SORT_FIELDS) throw createSortError(`at most ${MAX_SORT_FIELDS} fields`);
   const aliases = new AliasAllocator(context.alias);
-  const parts: string[] = [];
+  const targetCondition =
+    context.request !== undefined && context.canSeeHidden !== true
+      ? targetViewRules({ registry: context.registry, request: context.request, aliases, now: context.now ?? new Date() })
+      : undefined;
+  const parts: SqlFragment[] = [];
   let lastDirection = 'ASC';
   let lastIsId = false;
   for (const item of items) {
@@ -49,7 +63,7 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
     const name = item.startsWith('-') || item.startsWith('+') ? item.slice(1).trim() : item;
     const direction = descending ? 'DESC' : 'ASC';
     if (name === '@random') {
-      parts.push('random()');
+      parts.push(rawSql('random()'));
       lastDirection = 'ASC';
       lastIsId = false;
       continue;
@@ -59,17 +73,19 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
       registry: context.registry,
       collection: context.collection,
       segments: name.split('.'),
-      ref: (column) => `${main}.${quoteIdent(column)}`,
+      ref: (column) => rawSql(`${main}.${quoteIdent(column)}`),
       aliases,
       canSeeHidden: context.canSeeHidden === true,
       allowMulti: false,
       fail: (what) => createSortError(what),
+      targetCondition,
     });
     if (path.storage === 'array') throw createSortError(`"${name}" is multi-valued`);
-    parts.push(`${path.value.sql} ${direction}`);
+    parts.push(sql`${path.value} ${direction}`);
     lastDirection = direction;
     lastIsId = path.value.sql === id;
   }
-  if (!lastIsId) parts.push(`${id} ${lastDirection}`);
-  return { sql: parts.join(', '), bindings: [] };
+  if (!lastIsId) parts.push(rawSql(`${id} ${lastDirection}`));
+  const order = joinSql(parts, ', ');
+  return { sql: order.sql, bindings: [...order.bindings] };
 }

@@ -1,6 +1,6 @@
 import type { CollectionSchema, FieldSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
 import { resolveRelation } from './resolve-relation.js';
-import { quoteIdent, rawSql, type SqlFragment } from './sql-fragment.js';
+import { quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
 
 /** Most relation hops in one path (`a.b.c.d.e.f.field` has 6). */
 export const MAX_PATH_HOPS = 6;
@@ -45,30 +45,40 @@ export interface ResolvedPath {
   readonly count?: { readonly value: SqlFragment; readonly sources: readonly PathSource[] };
 }
 
+/**
+ * The extra condition a hop into `target` (rows aliased `alias`) must satisfy, or undefined for
+ * none. Used to apply the target collection's view rule for non-superusers: the rows failing it
+ * are treated as if they did not exist (a single relation reads empty values, a multi-valued
+ * one or a back-relation leaves them out of its set and of its `:length`).
+ */
+export type TargetCondition = (target: CollectionSchema, alias: string) => SqlFragment | undefined;
+
 /** Options of resolveFieldPath. */
 export interface ResolvePathOptions {
   readonly registry: SchemaRegistry;
   readonly collection: CollectionSchema;
   readonly segments: readonly string[];
   /** SQL for a column of the starting row (the main alias, or an @collection alias). */
-  readonly ref: (column: string) => string;
+  readonly ref: (column: string) => SqlFragment;
   readonly aliases: AliasAllocator;
   readonly canSeeHidden: boolean;
   /** False for sort: only single relations may be traversed. */
   readonly allowMulti: boolean;
   /** Builds the error to throw (filter or sort wording, with the position). */
   readonly fail: (what: string) => Error;
+  /** Restricts the rows every hop may see (target view rules); absent: every row. */
+  readonly targetCondition?: TargetCondition;
 }
 
 /** Missing related rows (or padding rows) read as the field's empty value, as stored rows do. */
-export function wrapEmpty(expr: string, storage: StorageKind): string {
+export function wrapEmpty(expr: SqlFragment, storage: StorageKind): SqlFragment {
   switch (storage) {
     case 'text':
-      return `COALESCE(${expr}, '')`;
+      return sql`COALESCE(${expr}, '')`;
     case 'bool':
-      return `COALESCE(${expr}, FALSE)`;
+      return sql`COALESCE(${expr}, FALSE)`;
     case 'array':
-      return `COALESCE(${expr}, '[]'::jsonb)`;
+      return sql`COALESCE(${expr}, '[]'::jsonb)`;
     default:
       return expr;
   }
@@ -78,6 +88,8 @@ export function wrapEmpty(expr: string, storage: StorageKind): string {
  * Walks a dotted path from a collection: single relations become correlated scalar subqueries
  * (a missing target reads as empty values), multi-valued relations and back-relations become
  * sources for the caller to quantify over. Unknown, hidden and non-relation steps are errors.
+ * `targetCondition` (if any) is ANDed into every hop's subquery or join condition, and into the
+ * `:length` count of a back-relation.
  */
 export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
   const { registry, segments, aliases, canSeeHidden, allowMulti, fail } = options;
@@ -86,6 +98,11 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
   let ref = options.ref;
   const sources: PathSource[] = [];
   let hops = 0;
+  /** ` AND (condition)` for rows of `target` aliased `alias`, or nothing. */
+  const restrict = (target: CollectionSchema, alias: string): SqlFragment => {
+    const condition = options.targetCondition?.(target, alias);
+    return condition ? sql` AND (${condition})` : rawSql('');
+  };
   for (let i = 0; i < segments.length; i++) {
     const name = segments[i];
     const isLast = i === segments.length - 1;
@@ -94,7 +111,7 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     if (field && isLast) {
       const column = ref(field.column);
       const value = hops > 0 ? wrapEmpty(column, field.storage) : column;
-      return { value: rawSql(value), field, storage: field.storage, sources };
+      return { value, field, storage: field.storage, sources };
     }
     const relation = resolveRelation({ registry, collection, name, canSeeHidden });
     if (!relation) {
@@ -102,10 +119,12 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     }
     if (++hops > MAX_PATH_HOPS) throw fail(`"${whole}" has more than ${MAX_PATH_HOPS} relation hops`);
     if (relation.kind === 'field' && !relation.field.multiple) {
-      const alias = quoteIdent(aliases.next());
+      const targetAlias = aliases.next();
+      const alias = quoteIdent(targetAlias);
       const parent = ref(relation.field.column);
       const table = quoteIdent(relation.target.table);
-      ref = (column) => `(SELECT ${alias}.${quoteIdent(column)} FROM ${table} ${alias} WHERE ${alias}."id" = ${parent})`;
+      const condition = restrict(relation.target, targetAlias);
+      ref = (column) => sql`(SELECT ${alias}.${quoteIdent(column)} FROM ${table} ${alias} WHERE ${alias}."id" = ${parent}${condition})`;
       collection = relation.target;
       continue;
     }
@@ -114,11 +133,14 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
       const element = quoteIdent(aliases.next());
       const alias = aliases.next();
       const target = quoteIdent(alias);
-      const join =
-        `LEFT JOIN LATERAL jsonb_array_elements_text(${ref(relation.field.column)}) AS ${element}("v") ON TRUE ` +
-        `LEFT JOIN ${quoteIdent(relation.target.table)} ${target} ON ${target}."id" = ${element}."v"`;
-      sources.push({ kind: 'multi', alias, join: rawSql(join) });
-      ref = (column) => `${target}.${quoteIdent(column)}`;
+      const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${ref(relation.field.column)}) AS ${element}("v") ON TRUE `;
+      const condition = restrict(relation.target, alias);
+      sources.push({
+        kind: 'multi',
+        alias,
+        join: sql`${join}LEFT JOIN ${quoteIdent(relation.target.table)} ${target} ON ${target}."id" = ${element}."v"${condition}`,
+      });
+      ref = (column) => rawSql(`${target}.${quoteIdent(column)}`);
       collection = relation.target;
       continue;
     }
@@ -126,24 +148,27 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     const parentId = ref('id');
     const pointsHere = (alias: string) =>
       relation.field.multiple
-        ? `${alias}.${quoteIdent(relation.field.column)} @> jsonb_build_array(${parentId})`
-        : `${alias}.${quoteIdent(relation.field.column)} = ${parentId}`;
+        ? sql`${alias}.${quoteIdent(relation.field.column)} @> jsonb_build_array(${parentId})`
+        : sql`${alias}.${quoteIdent(relation.field.column)} = ${parentId}`;
     const alias = aliases.next();
     const target = quoteIdent(alias);
     const table = quoteIdent(relation.collection.table);
-    sources.push({ kind: 'multi', alias, join: rawSql(`LEFT JOIN ${table} ${target} ON ${pointsHere(target)}`) });
-    ref = (column) => `${target}.${quoteIdent(column)}`;
+    const condition = restrict(relation.collection, alias);
+    sources.push({ kind: 'multi', alias, join: sql`LEFT JOIN ${table} ${target} ON ${pointsHere(target)}${condition}` });
+    ref = (column) => rawSql(`${target}.${quoteIdent(column)}`);
     collection = relation.collection;
     if (isLast) {
-      const counted = quoteIdent(aliases.next());
-      const count = `(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(counted)})`;
+      const countedName = aliases.next();
+      const counted = quoteIdent(countedName);
+      const countCondition = restrict(relation.collection, countedName);
+      const count = sql`(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(counted)}${countCondition})`;
       const idField = collection.field('id') as FieldSchema;
       return {
-        value: rawSql(wrapEmpty(ref('id'), 'text')),
+        value: wrapEmpty(ref('id'), 'text'),
         field: idField,
         storage: 'text',
         sources,
-        count: { value: rawSql(count), sources: before },
+        count: { value: count, sources: before },
       };
     }
   }

@@ -11,5 +11,6 @@ export function compileRecordOrder(options: { registry: SchemaRegistry; collecti
     collection: options.collection,
     alias: RECORD_ALIAS,
     canSeeHidden: isSuperuser(options.caller),
+    request: options.caller.request,
   });
 }

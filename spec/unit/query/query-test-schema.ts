@@ -2,6 +2,9 @@ import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 import type { RequestInfo } from '../../../lib/query/request-info.js';
 import type { FilterContext } from '../../../lib/query/compile-filter.js';
 
+/** Every record viewable: relation hops of these tables are not restricted by view rules. */
+const OPEN_VIEW = { view: '' };
+
 /**
  * The small schema every query unit test compiles against: users, posts (single and multi
  * relations, multi select, hidden field, date, json), comments (back-relation `comments_via_post`)
@@ -10,6 +13,7 @@ import type { FilterContext } from '../../../lib/query/compile-filter.js';
 export const registry = buildSchemaRegistry([
   {
     name: 'users',
+    rules: OPEN_VIEW,
     fields: [
       { name: 'name', type: 'text' },
       { name: 'email', type: 'email' },
@@ -22,6 +26,7 @@ export const registry = buildSchemaRegistry([
   },
   {
     name: 'posts',
+    rules: OPEN_VIEW,
     fields: [
       { name: 'title', type: 'text' },
       { name: 'body', type: 'text' },
@@ -37,6 +42,7 @@ export const registry = buildSchemaRegistry([
   },
   {
     name: 'comments',
+    rules: OPEN_VIEW,
     fields: [
       { name: 'text', type: 'text' },
       { name: 'likes', type: 'number' },
@@ -46,6 +52,7 @@ export const registry = buildSchemaRegistry([
   },
   {
     name: 'bookmarks',
+    rules: OPEN_VIEW,
     fields: [
       { name: 'user', type: 'relation', collection: 'users' },
       { name: 'posts', type: 'relation', collection: 'posts', maxSelect: 10 },
