@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
-import { formatRecordDate } from '../records/format-date.js';
+import { formatRecordDate } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 
 /**

@@ -3,7 +3,8 @@ import type { RequestInfo } from './request-info.js';
 import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
 import { createFilterError, quoteForMessage } from './filter-error.js';
 import { parseFilterCached } from './filter-parser.js';
-import { formatRecordDate, parseDateLiteral } from './date-literal.js';
+import { parseDateLiteral } from './date-literal.js';
+import { formatRecordDate } from '../schema/record-date.js';
 import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
 import { bindValue, joinSql, quoteIdent, rawSql, sql, type BindCast, type SqlFragment } from './sql-fragment.js';
 
@@ -550,7 +551,7 @@ function coerce(value: unknown, target: StorageKind): unknown {
     case 'text':
       if (typeof value === 'string') return value;
       if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-      if (value instanceof Date) return formatRecordDate(value);
+      if (value instanceof Date) return formatDateOrInvalid(value);
       return JSON.stringify(value);
     case 'number':
       if (typeof value === 'number') return Number.isFinite(value) ? value : INVALID;
@@ -566,14 +567,23 @@ function coerce(value: unknown, target: StorageKind): unknown {
       if (value === 'false' || value === '0' || value === 0) return false;
       return INVALID;
     case 'date': {
-      if (value instanceof Date) return value.toISOString();
+      if (value instanceof Date) return Number.isNaN(value.getTime()) ? INVALID : value.toISOString();
       if (typeof value !== 'string') return INVALID;
       const date = parseDateLiteral(value);
       return date ? date.toISOString() : INVALID;
     }
     case 'json':
     case 'array':
-      return JSON.stringify(value instanceof Date ? formatRecordDate(value) : value);
+      return JSON.stringify(value instanceof Date ? formatDateOrInvalid(value) : value);
+  }
+}
+
+/** A host-supplied Date outside what the record format can hold must not become a 500. */
+function formatDateOrInvalid(value: Date): unknown {
+  try {
+    return formatRecordDate(value);
+  } catch {
+    return INVALID;
   }
 }
 

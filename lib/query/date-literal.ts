@@ -40,8 +40,3 @@ export function parseDateLiteral(text: string): Date | undefined {
   const result = new Date(date.getTime() - offsetMinutes * 60_000);
   return Number.isNaN(result.getTime()) ? undefined : result;
 }
-
-/** The record format (`YYYY-MM-DD hh:mm:ss.mmmZ`), so values compared as text match what clients see. */
-export function formatRecordDate(date: Date): string {
-  return date.toISOString().replace('T', ' ');
-}

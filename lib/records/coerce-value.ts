@@ -7,7 +7,7 @@
  */
 import type { FieldError } from '../errors.js';
 import type { FieldSchema } from '../schema/collection-schema.js';
-import { formatRecordDate, parseDateInput } from './format-date.js';
+import { formatRecordDate, parseDateInput } from '../schema/record-date.js';
 
 /** Where the input came from: multipart parts are strings, so JSON fields must be parsed from them. */
 export type InputSource = 'json' | 'multipart';

@@ -26,7 +26,7 @@ import {
 } from './coerce-value.js';
 
 export { emptyValueOf, type InputSource } from './coerce-value.js';
-export { formatRecordDate, parseDateInput } from './format-date.js';
+export { formatRecordDate, parseDateInput } from '../schema/record-date.js';
 
 /** What one validation call reads. */
 export interface ValidateOptions {

@@ -6,7 +6,8 @@ import { applyFields, excerpt } from '../../../lib/query/apply-fields.js';
 import { parseExpand, type ExpandTree } from '../../../lib/query/parse-expand.js';
 import { resolveRelation } from '../../../lib/query/resolve-relation.js';
 import { LruCache } from '../../../lib/query/lru-cache.js';
-import { formatRecordDate, parseDateLiteral } from '../../../lib/query/date-literal.js';
+import { parseDateLiteral } from '../../../lib/query/date-literal.js';
+import { formatRecordDate } from '../../../lib/schema/record-date.js';
 import { posts, postsContext, registry, users } from './query-test-schema.js';
 
 const sortCases: [sort: string, sql: string][] = [
