@@ -1,4 +1,4 @@
-import { UnavailableError } from '../errors.js';
+import { BadRequestError, UnavailableError } from '../errors.js';
 
 /** SQLSTATE classes and codes that mean "the database cannot serve us right now". */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006', '08P01']);
@@ -34,10 +34,20 @@ export function uniqueViolationConstraint(err: unknown): string | undefined {
 }
 
 /**
+ * Postgres text and jsonb cannot hold U+0000: a value carrying one fails with 22021 (text) or
+ * 22P05 (jsonb escape). That is the client's input, wherever it came in (filter, body, query).
+ */
+const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
+
+/**
  * Maps a driver error that has a client-facing meaning to our error; anything else is returned
  * unchanged for the caller (and finally the error middleware, as a generic 500).
  */
 export function translateDatabaseError(err: unknown): unknown {
   if (isUnavailableError(err)) return new UnavailableError('The database is unavailable. Try again later.', 'database_unavailable', err);
+  const code = err && typeof err === 'object' ? (err as DriverError).code : undefined;
+  if (typeof code === 'string' && NUL_IN_TEXT_SQLSTATES.has(code)) {
+    return new BadRequestError('Text values cannot contain NUL (U+0000) characters.', 'invalid_character', err);
+  }
   return err;
 }

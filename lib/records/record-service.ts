@@ -72,6 +72,7 @@ export class RecordService {
   async view(collection: CollectionSchema, id: string, caller: Caller): Promise<RecordValues> {
     return this.guard(async () => {
       const where = this.rule(collection, 'view', caller);
+      requireRecordId(id);
       const record = await this.store.selectById({ collection, id, where });
       if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
       return record;
@@ -105,6 +106,7 @@ export class RecordService {
   async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller): Promise<RecordValues> {
     return this.guard(async () => {
       const where = this.rule(collection, 'update', caller);
+      requireRecordId(id);
       return this.store.transaction(async (store) => {
         const existing = await store.selectById({ collection, id, where, lock: true });
         if (!existing) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
@@ -119,6 +121,7 @@ export class RecordService {
   async delete(collection: CollectionSchema, id: string, caller: Caller): Promise<DeletedRecord[]> {
     return this.guard(async () => {
       const where = this.rule(collection, 'delete', caller);
+      requireRecordId(id);
       return this.store.transaction(async (store) => {
         const record = await store.selectById({ collection, id, where, lock: true });
         if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
@@ -215,6 +218,11 @@ export class RecordService {
       throw translateDatabaseError(err);
     }
   }
+}
+
+/** Every stored id is well-formed, so anything else is a 404 without asking the database. */
+function requireRecordId(id: string): void {
+  if (!isRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
 }
 
 function asIds(value: unknown): string[] {

@@ -191,6 +191,25 @@ describe.each(testEngines())('records CRUD on %s', (engine) => {
       expect(res.body.data).toEqual({});
     });
 
+    test('a NUL character in a text or JSON value is a 400, not a 500, and nothing is stored', async () => {
+      const before = await app.database.db('posts').count({ n: '*' }).first();
+      const text = await app.http.post(api('posts/records')).send({ title: 'a\u0000b' });
+      expect(text.status).toBe(400);
+      expect(text.body).toEqual({ status: 400, message: expect.stringContaining('NUL'), data: {} });
+      const json = await app.http.post(api('posts/records')).send({ title: 'ok', meta: { k: '\u0000' } });
+      expect(json.status).toBe(400);
+      const after = await app.database.db('posts').count({ n: '*' }).first();
+      expect(Number(after!.n)).toBe(Number(before!.n));
+    });
+
+    test('a record id that cannot exist is a 404 on view, update and delete', async () => {
+      for (const id of ['%00', 'a%00b', '..%2f..%2fx', 'x'.repeat(300)]) {
+        expect((await app.http.get(api(`posts/records/${id}`))).status).toBe(404);
+        expect((await app.http.patch(api(`posts/records/${id}`)).send({ title: 'x' })).status).toBe(404);
+        expect((await app.http.delete(api(`posts/records/${id}`))).status).toBe(404);
+      }
+    });
+
     test('a prototype-polluting body changes nothing but the record', async () => {
       const res = await app.http
         .post(api('posts/records'))
