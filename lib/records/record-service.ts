@@ -73,9 +73,7 @@ export class RecordService {
     return this.guard(async () => {
       const where = this.rule(collection, 'view', caller);
       requireRecordId(id);
-      const record = await this.store.selectById({ collection, id, where });
-      if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-      return record;
+      return findOrNotFound(this.store, { collection, id, where });
     });
   }
 
@@ -90,7 +88,7 @@ export class RecordService {
       const values = this.validator(collection).validate({ input: input.data, source: input.source });
       return this.store.transaction(async (store) => {
         await this.checkRelations(store, collection, values);
-        const created = await this.insertOrReject(store, collection, { ...values, id });
+        const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
         if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
           throw new ForbiddenError('You are not allowed to create this record.');
         }
@@ -108,11 +106,10 @@ export class RecordService {
       const where = this.rule(collection, 'update', caller);
       requireRecordId(id);
       return this.store.transaction(async (store) => {
-        const existing = await store.selectById({ collection, id, where, lock: true });
-        if (!existing) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+        const existing = await findOrNotFound(store, { collection, id, where, lock: true });
         const values = this.validator(collection).validate({ input: input.data, existing, source: input.source });
         await this.checkRelations(store, collection, values, existing);
-        return this.updateOrReject(store, collection, id, values);
+        return this.rejectDuplicates(collection, () => store.update(collection, id, values));
       });
     });
   }
@@ -123,8 +120,7 @@ export class RecordService {
       const where = this.rule(collection, 'delete', caller);
       requireRecordId(id);
       return this.store.transaction(async (store) => {
-        const record = await store.selectById({ collection, id, where, lock: true });
-        if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+        const record = await findOrNotFound(store, { collection, id, where, lock: true });
         return deleteRecords({ store, registry: this.registry, collection, records: [record] });
       });
     });
@@ -185,17 +181,10 @@ export class RecordService {
     if (Object.keys(errors).length > 0) throw new ValidationError(errors);
   }
 
-  private async insertOrReject(store: RecordStore, collection: CollectionSchema, values: RecordValues): Promise<RecordValues> {
+  /** Runs a write, turning a unique index violation into a 422 on the index's field. */
+  private async rejectDuplicates(collection: CollectionSchema, write: () => Promise<RecordValues>): Promise<RecordValues> {
     try {
-      return await store.insert(collection, values);
-    } catch (err) {
-      throw this.uniqueViolation(collection, err) ?? err;
-    }
-  }
-
-  private async updateOrReject(store: RecordStore, collection: CollectionSchema, id: string, values: RecordValues): Promise<RecordValues> {
-    try {
-      return await store.update(collection, id, values);
+      return await write();
     } catch (err) {
       throw this.uniqueViolation(collection, err) ?? err;
     }
@@ -218,6 +207,16 @@ export class RecordService {
       throw translateDatabaseError(err);
     }
   }
+}
+
+/** The record with `id` matching `where` (locked when asked), or a 404. */
+async function findOrNotFound(
+  store: RecordStore,
+  options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[]; lock?: boolean },
+): Promise<RecordValues> {
+  const record = await store.selectById(options);
+  if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+  return record;
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */
