@@ -92,6 +92,30 @@ const KEYWORD_RANK: Readonly<Record<string, number>> = {
 };
 
 /**
+ * A backtracking pattern on a multi-megabyte value can exhaust the stack inside RegExp.test; a
+ * value no regex can check does not match it, which is a 422, not a 500.
+ */
+class OverflowSafeRegExp extends RegExp {
+  override test(value: string): boolean {
+    try {
+      return super.test(value);
+    } catch (err) {
+      if (err instanceof RangeError) return false;
+      throw err;
+    }
+  }
+}
+
+/** RFC 5321 caps an address at 254 characters; checking that first keeps the regex off huge input. */
+const MAX_EMAIL_LENGTH = 254;
+const EMAIL_FORMAT = fullFormats.email as RegExp;
+
+/** The `email` field's format: ajv-formats' full check, on values of a possible length only. */
+function testEmail(value: string): boolean {
+  return value.length <= MAX_EMAIL_LENGTH && OverflowSafeRegExp.prototype.test.call(EMAIL_FORMAT, value);
+}
+
+/**
  * Ajv's regex engine for `pattern`. Called only while a schema compiles (there is no `$data`),
  * so no regex is ever built from a request. Tries unicode mode first, for code-point-correct
  * matching, and falls back to the plain mode in which the schema check accepted the pattern.
@@ -100,12 +124,12 @@ const compilePattern: NonNullable<CodeOptions['regExp']> = Object.assign(
   (pattern: string, flags: string): RegExp => {
     if (flags !== '') {
       try {
-        return new RegExp(pattern, flags);
+        return new OverflowSafeRegExp(pattern, flags);
       } catch {
         // Some valid non-unicode patterns (`\_`, a lone `{`) are syntax errors in unicode mode.
       }
     }
-    return new RegExp(pattern);
+    return new OverflowSafeRegExp(pattern);
   },
   { code: 'recordbaseCompilePattern' },
 );
@@ -210,7 +234,7 @@ function compileAjv(collection: CollectionSchema, plans: readonly FieldPlan[]): 
     allErrors: true,
     strict: true,
     messages: false,
-    formats: { email: fullFormats.email, 'http-url': testHttpUrl },
+    formats: { email: testEmail, 'http-url': testHttpUrl },
     code: { regExp: compilePattern },
   });
   try {

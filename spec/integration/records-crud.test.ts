@@ -210,6 +210,16 @@ describe.each(testEngines())('records CRUD on %s', (engine) => {
       }
     });
 
+    test('multi-megabyte values are validation errors, not a 500 (no regex runs away on them)', async () => {
+      const huge = 'a'.repeat(4_000_000);
+      const res = await app.http.post(api('posts/records')).send({ title: 'ok', contact: `${huge}@example.com`, slug: huge + ' ' });
+      expect(res.status).toBe(422);
+      expect(res.body.data).toEqual({
+        contact: { code: 'validation_invalid_email', message: expect.any(String) },
+        slug: { code: 'validation_invalid_format', message: expect.any(String) },
+      });
+    });
+
     test('a prototype-polluting body changes nothing but the record', async () => {
       const res = await app.http
         .post(api('posts/records'))
