@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import express, { type Router } from 'express';
 import type { Knex } from 'knex';
 import { UnavailableError } from './errors.js';
-import { openEmbeddedDatabase } from './db/open-embedded-database.js';
+import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
@@ -34,7 +33,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   let routes: Router | undefined;
 
   const ready = (async () => {
-    database ??= openEmbeddedDatabase(join(resolved.dataDir, 'db'));
+    database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
     await syncDatabaseSchema(database, registry.collections);
     const store = new RecordStore(database);
     routes = createRecordsRoutes({

@@ -2,10 +2,10 @@
 import { parseArgs } from 'node:util';
 import express from 'express';
 import { createRecordsRouter } from '../router.js';
-import { openEmbeddedDatabase } from '../db/open-embedded-database.js';
+import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
+import { resolveOptions } from '../options.js';
 import { planDatabaseSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { buildSchemaRegistry } from '../schema/collection-schema.js';
-import { join } from 'node:path';
 import { loadConfig } from './load-config.js';
 
 const USAGE = `Usage:
@@ -39,9 +39,9 @@ async function serve(args: string[]): Promise<void> {
 
 async function migrate(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } } });
-  const options = await loadConfig(values.config);
+  const options = resolveOptions(await loadConfig(values.config));
   const collections = buildSchemaRegistry(options.collections).collections;
-  const db = options.database ?? openEmbeddedDatabase(join(options.dataDir ?? './rb_data', 'db'));
+  const db = options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir));
   try {
     const plan = values['dry-run'] ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections);
     if (plan.statements.length === 0) console.log('-- the database is up to date');

@@ -1,6 +1,12 @@
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
+
+/** Where the embedded database of a `dataDir` lives: one rule for the router and the CLI. */
+export function embeddedDatabaseDir(dataDir: string): string {
+  return join(dataDir, 'db');
+}
 
 /**
  * Opens the embedded Postgres (PGlite) persisted in `directory`, behind a Knex instance so the

@@ -160,10 +160,10 @@ export class RecordStore {
     return this.db(collection.table).whereIn('id', [...ids]).delete();
   }
 
-  /** Ids of the records matching every `where` fragment, locked (bulk delete's selection). */
-  async selectIdsForUpdate(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<string[]> {
-    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.id`).from(tableOf(options.collection)), options.where).forUpdate(RECORD_ALIAS);
-    const rows: { id: string }[] = await query;
-    return rows.map((r) => r.id);
+  /** The records matching every `where` fragment, locked until the transaction ends (bulk delete's selection). */
+  async selectLocked(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<RecordValues[]> {
+    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where).forUpdate(RECORD_ALIAS);
+    const rows: Record<string, unknown>[] = await query;
+    return rows.map((row) => readRow(options.collection, row));
   }
 }

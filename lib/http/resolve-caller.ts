@@ -3,13 +3,14 @@ import type { AuthFunction, Identity } from '../auth/identity.js';
 import { extractToken } from '../auth/extract-token.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Caller } from '../records/caller.js';
+import { readQueryParam } from './parse-list-query.js';
 
 /** Repeated query parameters keep their first value; nested ones are dropped (rules read strings). */
 function flattenQuery(query: Request['query']): Record<string, string> {
   const out: Record<string, string> = Object.create(null);
-  for (const [key, value] of Object.entries(query)) {
-    const first = Array.isArray(value) ? value[0] : value;
-    if (typeof first === 'string') out[key] = first;
+  for (const key of Object.keys(query)) {
+    const value = readQueryParam(query, key);
+    if (value !== undefined) out[key] = value;
   }
   return out;
 }

@@ -6,6 +6,7 @@ import { resolveRelation } from '../query/resolve-relation.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileRule } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
+import { listRelationIds as idsOf } from './relation-ids.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** A stored record and the response object being built for it. */
@@ -18,11 +19,6 @@ interface ExpandRun {
   readonly registry: SchemaRegistry;
   readonly store: RecordStore;
   readonly caller: Caller;
-}
-
-function idsOf(value: unknown): string[] {
-  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v !== '');
-  return typeof value === 'string' && value !== '' ? [value] : [];
 }
 
 /** The target's view rule for this caller, or undefined when it refuses everything (`null`). */

@@ -8,6 +8,7 @@ import { compileRule, compileUserFilter, negateConditions } from './access-rules
 import type { Caller } from './caller.js';
 import { deleteRecords, type DeletedRecord } from './delete-records.js';
 import { generateRecordId, isRecordId } from './record-id.js';
+import { listRelationIds } from './relation-ids.js';
 import { compileValidator, type RecordValidator } from './validate-record.js';
 
 /** What a list call asks for (already parsed and bounded by the HTTP layer). */
@@ -138,11 +139,10 @@ export class RecordService {
       const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter, caller })];
       return this.store.transaction(async (store) => {
         if (deleteRule.length > 0) {
-          const refused = await store.selectIdsForUpdate({ collection, where: [...where, negateConditions(deleteRule)] });
+          const refused = await store.selectLocked({ collection, where: [...where, negateConditions(deleteRule)] });
           if (refused.length > 0) throw new ForbiddenError(`${refused.length} of the selected records may not be deleted; nothing was deleted.`);
         }
-        const ids = await store.selectIdsForUpdate({ collection, where });
-        const records = await store.selectByIds({ collection, ids });
+        const records = await store.selectLocked({ collection, where });
         const deleted = await deleteRecords({ store, registry: this.registry, collection, records });
         return { deleted, count: records.length };
       });
@@ -170,8 +170,8 @@ export class RecordService {
     const errors: Record<string, FieldError> = {};
     for (const field of collection.fields) {
       if (field.relationTo === undefined || !(field.name in values)) continue;
-      const before = new Set(asIds(existing?.[field.name]));
-      const wanted = asIds(values[field.name]).filter((id) => !before.has(id));
+      const before = new Set(listRelationIds(existing?.[field.name]));
+      const wanted = listRelationIds(values[field.name]).filter((id) => !before.has(id));
       if (wanted.length === 0) continue;
       const found = await store.selectExistingIds(this.registry.get(field.relationTo)!, wanted);
       if (found.size < new Set(wanted).size) {
@@ -224,7 +224,3 @@ function requireRecordId(id: string): void {
   if (!isRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
 }
 
-function asIds(value: unknown): string[] {
-  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v !== '');
-  return typeof value === 'string' && value !== '' ? [value] : [];
-}
