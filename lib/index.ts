@@ -1,5 +1,22 @@
 export { createRecordsRouter, type RecordsRouter } from './router.js';
-export type { RecordsRouterOptions, Limits } from './options.js';
+export type { RecordsRouterOptions, Limits, FileSweepOptions } from './options.js';
+export { diskStorage, type DiskStorage, type DiskStorageOptions } from './files/disk-storage.js';
+export {
+  StorageNotFoundError,
+  InvalidStorageKeyError,
+  assertStorageKey,
+  assertStoragePrefix,
+  assertByteRange,
+  type Storage,
+  type StorageWriteOptions,
+  type StorageWriteResult,
+  type ByteRange,
+  type StoredObjectInfo,
+  type StoredObject,
+} from './files/storage.js';
+export { RangeNotSatisfiableError } from './http/send-stored-file.js';
+export type { ThumbnailFunction, ThumbnailInput, ThumbnailOutput } from './files/render-thumbnail.js';
+export type { ThumbnailSpec, ThumbnailMode, ThumbnailFormat } from './files/thumbnail-spec.js';
 export type { Identity, AuthFunction } from './auth/identity.js';
 export type { Logger } from './http/logger.js';
 export type {

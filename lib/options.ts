@@ -1,5 +1,10 @@
+import os from 'node:os';
+import path from 'node:path';
 import type { Knex } from 'knex';
 import type { AuthFunction } from './auth/identity.js';
+import { diskStorage } from './files/disk-storage.js';
+import type { Storage } from './files/storage.js';
+import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
 import type { CollectionDefinition } from './schema/definitions.js';
@@ -27,6 +32,36 @@ export interface RecordsRouterOptions {
   limits?: Partial<Limits>;
   /** Where 500 causes and initialisation failures are reported. Default: the console. */
   logger?: Logger;
+  /** Where uploaded files and thumbnails live. Default: `diskStorage({ root: dataDir + '/storage' })`. */
+  storage?: Storage;
+  /**
+   * Multipart updates: `'replace'` (default, the interface's rule) clears every field the request
+   * does not send; `'merge'` changes only the fields sent, like a JSON update.
+   */
+  multipartUpdate?: 'replace' | 'merge';
+  /**
+   * The secret that signs file tokens (at least 32 characters). Absent: one is generated and kept
+   * in `dataDir/file-token.secret`. Instances behind one load balancer must share it.
+   */
+  fileTokenSecret?: string;
+  /** Makes thumbnails; replaces the built-in jimp renderer (which runs in worker threads). */
+  thumbnail?: ThumbnailFunction;
+  /** Worker threads of the built-in thumbnail renderer. Default: one per core. */
+  thumbnailWorkers?: number;
+  /**
+   * The periodic sweep of unreferenced files: how often it runs and how old a file must be
+   * before it may go (the grace period covers uploads whose transaction is still open). `false`
+   * turns it off. Default: every 6 hours, files older than 24 hours.
+   */
+  fileSweep?: FileSweepOptions | false;
+}
+
+/** When the sweep of unreferenced files runs, and which files it may remove. */
+export interface FileSweepOptions {
+  /** Milliseconds between sweeps. Default 6 hours. */
+  intervalMs?: number;
+  /** Minimum age in milliseconds of a file the sweep may remove. Default 24 hours. */
+  minAgeMs?: number;
 }
 
 /** Options with every default filled in. */
@@ -37,9 +72,19 @@ export interface ResolvedOptions {
   auth?: AuthFunction;
   limits: Limits;
   logger: Logger;
+  /** The given storage, or the default disk storage under `dataDir/storage` (it creates nothing until the first write). */
+  storage: Storage;
+  multipartUpdate: 'replace' | 'merge';
+  fileTokenSecret?: string;
+  thumbnail?: ThumbnailFunction;
+  thumbnailWorkers: number;
+  fileSweep: Required<FileSweepOptions> | false;
+  /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
+  uploadTempDir: string;
 }
 
 const MIB = 1024 * 1024;
+const HOUR = 60 * 60 * 1000;
 
 function readSize(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -48,8 +93,8 @@ function readSize(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
   return Number(raw);
 }
 
-function checkLimit(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`limits.${name} must be a positive integer`);
+function checkPositiveInteger(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${name} must be a positive integer`);
   return value;
 }
 
@@ -60,16 +105,35 @@ function checkLimit(name: string, value: unknown): number {
 export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   if (!options || typeof options !== 'object') throw new TypeError('createRecordsRouter needs an options object');
   const limits = options.limits ?? {};
+  const dataDir = options.dataDir ?? './rb_data';
+  if (options.multipartUpdate !== undefined && options.multipartUpdate !== 'replace' && options.multipartUpdate !== 'merge') {
+    throw new TypeError(`multipartUpdate must be "replace" or "merge", got ${JSON.stringify(options.multipartUpdate)}`);
+  }
+  if (options.fileTokenSecret !== undefined && (typeof options.fileTokenSecret !== 'string' || options.fileTokenSecret.length < 32)) {
+    throw new TypeError('fileTokenSecret must be a string of at least 32 characters');
+  }
+  if (options.thumbnail !== undefined && typeof options.thumbnail !== 'function') throw new TypeError('thumbnail must be a function');
+  const sweep = options.fileSweep ?? {};
   return {
     collections: options.collections,
     database: options.database,
-    dataDir: options.dataDir ?? './rb_data',
+    dataDir,
     auth: options.auth,
     logger: options.logger ?? consoleLogger,
+    storage: options.storage ?? diskStorage({ root: path.join(dataDir, 'storage') }),
+    multipartUpdate: options.multipartUpdate ?? 'replace',
+    fileTokenSecret: options.fileTokenSecret,
+    thumbnail: options.thumbnail,
+    thumbnailWorkers: checkPositiveInteger('thumbnailWorkers', options.thumbnailWorkers ?? os.availableParallelism()),
+    fileSweep:
+      sweep === false
+        ? false
+        : { intervalMs: checkPositiveInteger('fileSweep.intervalMs', sweep.intervalMs ?? 6 * HOUR), minAgeMs: checkPositiveInteger('fileSweep.minAgeMs', sweep.minAgeMs ?? 24 * HOUR) },
+    uploadTempDir: path.join(dataDir, 'uploads-tmp'),
     limits: {
-      maxFileSize: checkLimit('maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
-      maxBodySize: checkLimit('maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB)),
-      maxPerPage: checkLimit('maxPerPage', limits.maxPerPage ?? 1000),
+      maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
+      maxBodySize: checkPositiveInteger('limits.maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB)),
+      maxPerPage: checkPositiveInteger('limits.maxPerPage', limits.maxPerPage ?? 1000),
     },
   };
 }

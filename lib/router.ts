@@ -1,10 +1,17 @@
 import express, { type Router } from 'express';
 import type { Knex } from 'knex';
+import { createFileTokens, loadFileTokenSecret } from './auth/file-token.js';
 import { UnavailableError } from './errors.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
+import { RecordFiles } from './files/record-files.js';
+import { startFileSweeper } from './files/sweep-files.js';
+import { createThumbnailCache } from './files/thumbnail-cache.js';
+import { createThumbnailPool } from './files/thumbnail-pool.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
+import { createFilesRoutes } from './http/files-routes.js';
+import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { resolveOptions, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
@@ -15,7 +22,7 @@ import { buildSchemaRegistry } from './schema/collection-schema.js';
 export interface RecordsRouter extends Router {
   /** Resolves once the schema is synced; rejects with the reason if initialisation failed. */
   readonly ready: Promise<void>;
-  /** Releases what the router owns (the embedded database). A database you passed in stays open. */
+  /** Releases what the router owns (the embedded database, thumbnail workers, the sweep timer). A database you passed in stays open. */
   close(): Promise<void>;
 }
 
@@ -31,18 +38,41 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   const ownsDatabase = resolved.database === undefined;
   let database: Knex | undefined = resolved.database;
   let routes: Router | undefined;
+  const storage = resolved.storage;
+  // Workers start on the first thumbnail, so a router that never makes one never starts them.
+  const pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
+  let sweeper: { stop(): Promise<void> } | undefined;
 
   const ready = (async () => {
     database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
     await syncDatabaseSchema(database, registry.collections);
+    const fileTokens = createFileTokens({ secret: await loadFileTokenSecret({ secret: resolved.fileTokenSecret, dataDir: resolved.dataDir }) });
+    await removeStaleSpools(resolved.uploadTempDir);
     const store = new RecordStore(database);
-    routes = createRecordsRoutes({
-      records: new RecordService(registry, store),
-      presenter: new RecordPresenter(registry, store),
-      auth: resolved.auth,
-      maxBodySize: resolved.limits.maxBodySize,
-      maxPerPage: resolved.limits.maxPerPage,
-    });
+    const records = new RecordService(registry, store, { files: new RecordFiles(storage, logger), multipartUpdate: resolved.multipartUpdate });
+    const combined = express.Router();
+    combined.use(
+      createRecordsRoutes({
+        records,
+        presenter: new RecordPresenter(registry, store),
+        auth: resolved.auth,
+        maxBodySize: resolved.limits.maxBodySize,
+        maxPerPage: resolved.limits.maxPerPage,
+        readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
+      }),
+    );
+    combined.use(
+      createFilesRoutes({
+        records,
+        storage,
+        thumbnails: createThumbnailCache({ storage, render: resolved.thumbnail ?? pool!.render, logger }),
+        fileTokens,
+        auth: resolved.auth,
+        logger,
+      }),
+    );
+    routes = combined;
+    if (resolved.fileSweep) sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   })();
   let failure: Error | undefined;
   // The host may never await `ready`; a failed init must not become an unhandled rejection.
@@ -67,6 +97,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.close = () => {
     closing ??= (async () => {
       await ready.catch(() => undefined);
+      await sweeper?.stop();
+      await pool?.close();
       if (ownsDatabase && database) await database.destroy();
     })();
     return closing;

@@ -16,6 +16,8 @@ function fromParserError(err: unknown): RecordbaseError | undefined {
   if (typeof type === 'string' && typeof status === 'number' && status >= 400 && status < 500) {
     return new BadRequestError('The request body could not be read.', 'invalid_body');
   }
+  // Express's router throws this for a path parameter with a malformed %-escape (`/records/%ZZ`).
+  if (err instanceof URIError && status === 400) return new BadRequestError('The request path is not valid: it holds a malformed %-escape.', 'invalid_path');
   return undefined;
 }
 

@@ -1,9 +1,13 @@
-import express, { type Request, type RequestHandler, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
-import type { RecordService } from '../records/record-service.js';
+import type { RecordService, WriteInput } from '../records/record-service.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
+import type { RecordValues } from '../db/record-store.js';
+import type { Caller } from '../records/caller.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import type { MultipartBody } from './read-multipart.js';
 import { resolveCaller } from './resolve-caller.js';
 
 /** What the record routes need from the router. */
@@ -13,6 +17,8 @@ export interface RecordsRoutesOptions {
   auth?: AuthFunction;
   maxBodySize: number;
   maxPerPage: number;
+  /** Reads a multipart body (lib/http/read-multipart.ts). */
+  readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
 }
 
 /** True when the request carries a body, whatever its type. */
@@ -22,17 +28,14 @@ function hasBody(req: Request): boolean {
 
 /**
  * The parsed JSON body as a plain object; absent bodies are `{}`, anything but an object is a
- * 400. A body the JSON parser did not take (multipart, form, text) is refused rather than
- * silently treated as empty, which would store a record without the data that was sent.
+ * 400. A body neither parser took (form, text) is refused rather than silently treated as
+ * empty, which would store a record without the data that was sent.
  */
-function readBody(req: Request): Record<string, unknown> {
+function readJsonBody(req: Request): Record<string, unknown> {
   const body: unknown = req.body;
   if (body === undefined && hasBody(req)) {
     const type = req.headers['content-type']?.split(';')[0].trim() || 'none';
-    throw new BadRequestError(
-      `Unsupported request body type "${type}": send application/json (multipart/form-data bodies and file uploads are not supported yet).`,
-      'unsupported_body',
-    );
+    throw new BadRequestError(`Unsupported request body type "${type}": send application/json or multipart/form-data.`, 'unsupported_body');
   }
   if (body === undefined) return {};
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequestError('The request body must be a JSON object.', 'invalid_body');
@@ -67,21 +70,31 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
     res.json((await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0]);
   };
 
-  const create: RequestHandler = async (req, res) => {
+  /**
+   * Runs a create or update with the body in either format. The collection is resolved first,
+   * so an unknown one is a 404 before any upload is spooled; spooled uploads are removed when
+   * the write is done, whatever happened.
+   */
+  async function write(req: Request, res: Response, run: (collection: CollectionSchema, input: WriteInput, caller: Caller) => Promise<RecordValues>) {
     const collection = records.collection(req.params.collection as string);
-    const data = readBody(req);
-    const caller = await resolveCaller(req, { auth: options.auth, body: data });
-    const record = await records.create(collection, { data, source: 'json' }, caller);
-    res.json((await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0]);
-  };
+    const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
+    let response: unknown;
+    try {
+      const input: WriteInput = multipart
+        ? { data: multipart.fields, source: 'multipart', uploads: multipart.uploads }
+        : { data: readJsonBody(req), source: 'json' };
+      const caller = await resolveCaller(req, { auth: options.auth, body: input.data });
+      const record = await run(collection, input, caller);
+      response = (await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0];
+    } finally {
+      // Before answering, so that a client who sees the response sees no spool left either.
+      await multipart?.discard();
+    }
+    res.json(response);
+  }
 
-  const update: RequestHandler = async (req, res) => {
-    const collection = records.collection(req.params.collection as string);
-    const data = readBody(req);
-    const caller = await resolveCaller(req, { auth: options.auth, body: data });
-    const record = await records.update(collection, req.params.id as string, { data, source: 'json' }, caller);
-    res.json((await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0]);
-  };
+  const create: RequestHandler = (req, res) => write(req, res, (collection, input, caller) => records.create(collection, input, caller));
+  const update: RequestHandler = (req, res) => write(req, res, (collection, input, caller) => records.update(collection, req.params.id as string, input, caller));
 
   const remove: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);

@@ -1,15 +1,19 @@
-import { BadRequestError, ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
 import { RecordStore, type RecordValues } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
+import { listFileNames, type RecordFiles } from '../files/record-files.js';
+import { joinUploadNames, stageUploads, type StagedUpload } from '../files/stage-uploads.js';
+import type { Upload } from '../files/upload.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
-import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, negateConditions } from './access-rules.js';
-import type { Caller } from './caller.js';
+import { isSuperuser, type Caller } from './caller.js';
+import { clearUnsentFields } from './clear-unsent-fields.js';
 import { deleteRecords, type DeletedRecord } from './delete-records.js';
 import { generateRecordId, isRecordId } from './record-id.js';
 import { listRelationIds } from './relation-ids.js';
-import { compileValidator, type RecordValidator } from './validate-record.js';
+import { compileValidator, type RecordValidator, type ValidateOptions } from './validate-record.js';
 
 /** What a list call asks for (already parsed and bounded by the HTTP layer). */
 export interface ListQuery {
@@ -29,10 +33,28 @@ export interface ListResult {
   items: RecordValues[];
 }
 
-/** What a write sends: the body fields, and where they came from (coercion differs). */
+/** What a write sends: the body fields, where they came from (coercion differs), and any uploads. */
 export interface WriteInput {
   data: Record<string, unknown>;
   source: 'json' | 'multipart';
+  /** File parts of a multipart body. */
+  uploads?: readonly Upload[];
+}
+
+/** How the service treats files and multipart updates. */
+export interface RecordServiceOptions {
+  files: RecordFiles;
+  /**
+   * `'replace'` (the interface, 4.7): a multipart update clears the fields it does not send;
+   * `'merge'`: it changes only what it sends, like a JSON update.
+   */
+  multipartUpdate: 'replace' | 'merge';
+}
+
+/** The record a download names, and the file field that holds the name. */
+export interface FileOwner {
+  record: RecordValues;
+  field: FieldSchema;
 }
 
 /**
@@ -46,6 +68,7 @@ export class RecordService {
   constructor(
     private readonly registry: SchemaRegistry,
     private readonly store: RecordStore,
+    private readonly options: RecordServiceOptions,
   ) {
     for (const collection of registry.collections) this.validators.set(collection, compileValidator(collection));
   }
@@ -80,39 +103,70 @@ export class RecordService {
 
   /**
    * Creates a record. The create rule is checked against the new row inside the transaction, so
-   * a refused create leaves nothing behind (403).
+   * a refused create leaves nothing behind (403). Uploads are written to storage before the
+   * transaction commits and removed if it does not.
    */
   async create(collection: CollectionSchema, input: WriteInput, caller: Caller): Promise<RecordValues> {
-    return this.guard(async () => {
-      const ruleWhere = this.rule(collection, 'create', caller);
-      const id = this.chooseId(input.data.id);
-      const values = this.validator(collection).validate({ input: input.data, source: input.source });
-      return this.store.transaction(async (store) => {
-        await this.checkRelations(store, collection, values);
-        const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
-        if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
-          throw new ForbiddenError('You are not allowed to create this record.');
-        }
-        return created;
+    const { staged, errors } = stageUploads(collection, input.uploads ?? []);
+    const data = joinUploadNames(input.data, staged);
+    let written: string[] = [];
+    try {
+      return await this.guard(async () => {
+        const ruleWhere = this.rule(collection, 'create', caller);
+        const id = this.chooseId(data.id);
+        const values = this.validate(collection, { input: data, source: input.source, uploadedNames: namesOf(staged) }, errors);
+        return this.store.transaction(async (store) => {
+          await this.checkRelations(store, collection, values);
+          written = await this.options.files.write(collection, id, keptUploads(collection, values, staged));
+          const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
+          if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
+            throw new ForbiddenError('You are not allowed to create this record.');
+          }
+          return created;
+        });
       });
-    });
+    } catch (err) {
+      await this.options.files.discard(written);
+      throw err;
+    }
   }
 
   /**
-   * Updates a record under a row lock (concurrent updates serialise, none is lost). The update
-   * rule is part of the statement that locks the row; failing it is a 404.
+   * Updates a record under a row lock (concurrent updates serialise, none is lost, and the file
+   * names each one keeps are computed from the other's result). The update rule is part of the
+   * statement that locks the row; failing it is a 404. New files are written before commit;
+   * files the record no longer holds are removed after it.
    */
   async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller): Promise<RecordValues> {
-    return this.guard(async () => {
-      const where = this.rule(collection, 'update', caller);
-      requireRecordId(id);
-      return this.store.transaction(async (store) => {
-        const existing = await findOrNotFound(store, { collection, id, where, lock: true });
-        const values = this.validator(collection).validate({ input: input.data, existing, source: input.source });
-        await this.checkRelations(store, collection, values, existing);
-        return this.rejectDuplicates(collection, () => store.update(collection, id, values));
+    const { staged, errors } = stageUploads(collection, input.uploads ?? []);
+    let data = joinUploadNames(input.data, staged);
+    if (input.source === 'multipart' && this.options.multipartUpdate === 'replace') {
+      data = clearUnsentFields(collection, data, { includeHidden: isSuperuser(caller) });
+    }
+    let written: string[] = [];
+    let removed: string[] = [];
+    let updated: RecordValues;
+    try {
+      updated = await this.guard(async () => {
+        const where = this.rule(collection, 'update', caller);
+        requireRecordId(id);
+        return this.store.transaction(async (store) => {
+          const existing = await findOrNotFound(store, { collection, id, where, lock: true });
+          const values = this.validate(collection, { input: data, existing, source: input.source, uploadedNames: namesOf(staged) }, errors);
+          await this.checkRelations(store, collection, values, existing);
+          written = await this.options.files.write(collection, id, keptUploads(collection, values, staged));
+          const result = await this.rejectDuplicates(collection, () => store.update(collection, id, values));
+          const kept = new Set(listFileNames(collection, result));
+          removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
+          return result;
+        });
       });
-    });
+    } catch (err) {
+      await this.options.files.discard(written);
+      throw err;
+    }
+    await this.options.files.removeNames(collection, id, removed);
+    return updated;
   }
 
   /** Deletes one record (and cascades); failing the delete rule is a 404. */
@@ -120,10 +174,12 @@ export class RecordService {
     return this.guard(async () => {
       const where = this.rule(collection, 'delete', caller);
       requireRecordId(id);
-      return this.store.transaction(async (store) => {
+      const deleted = await this.store.transaction(async (store) => {
         const record = await findOrNotFound(store, { collection, id, where, lock: true });
         return deleteRecords({ store, registry: this.registry, collection, records: [record] });
       });
+      await this.options.files.removeRecords(deleted);
+      return deleted;
     });
   }
 
@@ -137,7 +193,7 @@ export class RecordService {
       if (filter === undefined || filter.trim() === '') throw new BadRequestError('A bulk delete needs a non-empty "filter" parameter.', 'filter_required');
       const deleteRule = this.rule(collection, 'delete', caller);
       const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter, caller })];
-      return this.store.transaction(async (store) => {
+      const result = await this.store.transaction(async (store) => {
         if (deleteRule.length > 0) {
           const refused = await store.selectLocked({ collection, where: [...where, negateConditions(deleteRule)] });
           if (refused.length > 0) throw new ForbiddenError(`${refused.length} of the selected records may not be deleted; nothing was deleted.`);
@@ -146,6 +202,32 @@ export class RecordService {
         const deleted = await deleteRecords({ store, registry: this.registry, collection, records });
         return { deleted, count: records.length };
       });
+      await this.options.files.removeRecords(result.deleted);
+      return result;
+    });
+  }
+
+  /**
+   * The record and file field behind a download of `name` (DESIGN.md section 5): 404 unless the
+   * name is in one of the record's file fields. Public fields skip rules (and the caller is never
+   * resolved, so a public download costs no auth() call). Protected fields need an identity (401)
+   * that passes the view rule (404 otherwise, also when the rule is `null`).
+   */
+  async findFileOwner(collection: CollectionSchema, options: { id: string; name: string; caller: () => Promise<Caller> }): Promise<FileOwner> {
+    return this.guard(async () => {
+      const notFound = () => new NotFoundError("The requested file wasn't found.", 'file_not_found');
+      if (!isRecordId(options.id)) throw notFound();
+      const record = await this.store.selectById({ collection, id: options.id });
+      const field = record && collection.fields.find((f) => f.type === 'file' && listFileNames(collection, { [f.name]: record[f.name] }).includes(options.name));
+      if (!record || !field) throw notFound();
+      if (!field.definition || !('protected' in field.definition) || field.definition.protected !== true) return { record, field };
+      const caller = await options.caller();
+      if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
+      if (isSuperuser(caller)) return { record, field };
+      if (collection.rules.view === null) throw notFound();
+      const where = this.rule(collection, 'view', caller);
+      if (!(await this.store.selectById({ collection, id: options.id, where }))) throw notFound();
+      return { record, field };
     });
   }
 
@@ -155,6 +237,19 @@ export class RecordService {
 
   private validator(collection: CollectionSchema): RecordValidator {
     return this.validators.get(collection)!;
+  }
+
+  /** Validates, reporting the uploads' own 422s (size, type) together with every other field's. */
+  private validate(collection: CollectionSchema, options: ValidateOptions, fileErrors: Record<string, FieldError>): RecordValues {
+    const hasFileErrors = Object.keys(fileErrors).length > 0;
+    try {
+      const values = this.validator(collection).validate(options);
+      if (hasFileErrors) throw new ValidationError(fileErrors);
+      return values;
+    } catch (err) {
+      if (err instanceof ValidationError && hasFileErrors && err.data !== fileErrors) throw new ValidationError({ ...err.data, ...fileErrors });
+      throw err;
+    }
   }
 
   private chooseId(requested: unknown): string {
@@ -217,6 +312,17 @@ async function findOrNotFound(
   const record = await store.selectById(options);
   if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
   return record;
+}
+
+/** The stored names of this request's uploads. */
+function namesOf(staged: readonly StagedUpload[]): Set<string> {
+  return new Set(staged.map((s) => s.name));
+}
+
+/** The uploads the validated values still hold (a `docs-` in the same request may drop one). */
+function keptUploads(collection: CollectionSchema, values: RecordValues, staged: readonly StagedUpload[]): StagedUpload[] {
+  const kept = new Set(listFileNames(collection, values));
+  return staged.filter((s) => kept.has(s.name));
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */

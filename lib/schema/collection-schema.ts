@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
-import type { CollectionDefinition, FieldDefinition, FieldType, Rule } from './definitions.js';
+import { parseThumbnailRequest } from '../files/thumbnail-spec.js';
+import type { CollectionDefinition, FieldDefinition, FieldType, FileFieldDefinition, Rule } from './definitions.js';
 
 /**
  * How a field's value is kept in its column. The query compiler and the record service read
@@ -141,6 +142,7 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
   if ('maxSelect' in def && def.maxSelect !== undefined && (!Number.isInteger(def.maxSelect) || def.maxSelect < 1)) {
     throw new SchemaError(`${where}: maxSelect must be a positive integer`);
   }
+  if (def.type === 'file') checkFileOptions(where, def);
   if (def.type === 'text' && def.pattern !== undefined) {
     try {
       new RegExp(def.pattern);
@@ -160,6 +162,29 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
     relationTo: def.type === 'relation' ? def.collection : undefined,
     definition: def,
   };
+}
+
+/**
+ * A file field's limits, checked at creation: a typo here (`'100X100'`, a negative size) would
+ * otherwise only show up later as every upload or thumbnail request failing.
+ */
+function checkFileOptions(where: string, def: FileFieldDefinition): void {
+  if (def.maxSize !== undefined && (!Number.isSafeInteger(def.maxSize) || def.maxSize < 1)) {
+    throw new SchemaError(`${where}: maxSize must be a positive integer (bytes)`);
+  }
+  if (def.mimeTypes !== undefined && (!Array.isArray(def.mimeTypes) || def.mimeTypes.some((m) => typeof m !== 'string' || !/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/i.test(m)))) {
+    throw new SchemaError(`${where}: mimeTypes must be an array of MIME types such as "image/png"`);
+  }
+  if (def.thumbs !== undefined) {
+    if (!Array.isArray(def.thumbs)) throw new SchemaError(`${where}: thumbs must be an array of sizes such as "100x100"`);
+    for (const size of def.thumbs) {
+      try {
+        parseThumbnailRequest({ thumb: size }, {});
+      } catch {
+        throw new SchemaError(`${where}: thumbs entry ${JSON.stringify(size)} is not a thumbnail size (WxH, 0xH, Wx0 or WxH with t, b or f; sides up to 2048)`);
+      }
+    }
+  }
 }
 
 function checkRules(collection: string, def: CollectionDefinition): ResolvedRules {

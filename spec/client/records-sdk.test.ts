@@ -611,15 +611,26 @@ describe.each(testEngines())('the pocketbase SDK against %s', (engine) => {
       expect(viaId).toEqual(one);
     });
 
-    test('a body holding a Blob goes multipart, which is refused with a clear 400 until file uploads land; nothing is stored', async () => {
-      const before = await guest.collection('uploads').getList(1, 1);
-      const err = await expectClientError(
-        guest.collection('uploads').create({ doc: new Blob(['hello'], { type: 'text/plain' }), tags: ['a', 'c'], flag: false }),
-        400,
-      );
-      expect(err.response.message).toContain('multipart/form-data');
-      const after = await guest.collection('uploads').getList(1, 1);
-      expect(after.totalItems).toBe(before.totalItems);
+    test('a body holding a Blob goes multipart: the file is stored, arrays, objects, null and Dates travel in @jsonPayload, and an update with a new Blob replaces the file', async () => {
+      const created = await guest.collection('uploads').create({
+        doc: new Blob(['hello'], { type: 'text/plain' }),
+        tags: ['a', 'c'],
+        flag: false,
+        meta: { nested: [1, 'two'] },
+        note: null,
+        day: new Date('2024-05-01T10:00:00.000Z'),
+      });
+      expect(created.doc).toMatch(/^blob_[a-z0-9]{10}$/);
+      expect(created).toMatchObject({ tags: ['a', 'c'], flag: false, meta: { nested: [1, 'two'] }, note: '', day: '2024-05-01 10:00:00.000Z' });
+      const firstUrl = guest.files.getURL(created, created.doc);
+      expect(await (await fetch(firstUrl)).text()).toBe('hello');
+
+      const updated = await guest.collection('uploads').update(created.id, { doc: new Blob(['bye']), tags: ['b'] });
+      expect(updated.doc).toMatch(/^blob_[a-z0-9]{10}$/);
+      expect(updated.doc).not.toBe(created.doc);
+      expect(updated.tags).toEqual(['b']);
+      expect(await (await fetch(guest.files.getURL(updated, updated.doc))).text()).toBe('bye');
+      expect((await fetch(firstUrl)).status).toBe(404);
     });
   });
 });

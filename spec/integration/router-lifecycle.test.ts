@@ -93,6 +93,36 @@ describe('router lifecycle', () => {
     expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [] }, { name: 'a', fields: [] }], dataDir: dir })).toThrow(/used by/);
   });
 
+  test.each([
+    [{ thumbs: ['100X100'] }, /field "f": thumbs entry "100X100"/],
+    [{ thumbs: ['0x0'] }, /thumbs entry "0x0"/],
+    [{ thumbs: ['3000x10'] }, /thumbs entry "3000x10"/],
+    [{ thumbs: '100x100' }, /thumbs must be an array/],
+    [{ maxSize: -1 }, /maxSize must be a positive integer/],
+    [{ maxSize: 1.5 }, /maxSize must be a positive integer/],
+    [{ mimeTypes: ['png'] }, /mimeTypes must be an array of MIME types/],
+  ])('file field options are checked at creation: %j', (options, message) => {
+    const field = { name: 'f', type: 'file', ...options } as never;
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [field] }], dataDir: dir })).toThrow(message);
+  });
+
+  test('valid file field options are accepted', () => {
+    const field = { name: 'f', type: 'file' as const, maxSize: 10, mimeTypes: ['image/png', 'application/vnd.ms-excel'], thumbs: ['100x100', '0x50', '50x0', '20x20t', '20x20b', '20x20f'] };
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [field] }], dataDir: dir, logger: createMemoryLogger() }).close()).not.toThrow();
+  });
+
+  test('file options are checked: multipartUpdate, fileTokenSecret, thumbnail, thumbnailWorkers, fileSweep', () => {
+    expect(() => resolveOptions({ collections: [], multipartUpdate: 'patch' as never }, {})).toThrow(/multipartUpdate must be "replace" or "merge"/);
+    expect(() => resolveOptions({ collections: [], fileTokenSecret: 'short' }, {})).toThrow(/at least 32 characters/);
+    expect(() => resolveOptions({ collections: [], thumbnail: 'jimp' as never }, {})).toThrow(/thumbnail must be a function/);
+    expect(() => resolveOptions({ collections: [], thumbnailWorkers: 0 }, {})).toThrow(/thumbnailWorkers/);
+    expect(() => resolveOptions({ collections: [], fileSweep: { intervalMs: -5 } }, {})).toThrow(/fileSweep.intervalMs/);
+    const defaults = resolveOptions({ collections: [] }, {});
+    expect(defaults).toMatchObject({ multipartUpdate: 'replace', fileSweep: { intervalMs: 6 * 3600_000, minAgeMs: 24 * 3600_000 } });
+    expect(defaults.thumbnailWorkers).toBeGreaterThanOrEqual(1);
+    expect(resolveOptions({ collections: [], fileSweep: false }, {}).fileSweep).toBe(false);
+  });
+
   test('limits come from the environment unless given, and malformed values are refused', () => {
     expect(resolveOptions({ collections: [] }, {}).limits).toEqual({ maxFileSize: 5 * 1024 * 1024, maxBodySize: 10 * 1024 * 1024, maxPerPage: 1000 });
     expect(resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '100', SERVICE_MAX_BODY_SIZE: '200' }).limits).toMatchObject({ maxFileSize: 100, maxBodySize: 200 });

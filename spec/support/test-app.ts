@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
@@ -20,6 +23,8 @@ export interface TestApp {
   readonly router: RecordsRouter;
   readonly server: Server;
   readonly baseUrl: string;
+  /** The router's own temporary dataDir (its storage is `dataDir/storage` unless the test passed one). */
+  readonly dataDir: string;
   /** supertest bound to the listening server. */
   readonly http: supertest.Agent;
   close(): Promise<void>;
@@ -32,15 +37,24 @@ export function createMemoryLogger() {
   return { lines, error: log, warn: log, info: log };
 }
 
+/** The file-token secret of test apps (a real router generates one in its dataDir). */
+export const TEST_FILE_TOKEN_SECRET = 'test-file-token-secret-0123456789abcdef';
+
 /**
- * Starts a host app for one engine: isolated database, router under /backend, test auth
- * (TEST_IDENTITIES), listening on an ephemeral port.
+ * Starts a host app for one engine: isolated database, a temporary dataDir (so the default disk
+ * storage and upload spool are private to the app and removed at close), router under /backend,
+ * test auth (TEST_IDENTITIES), no file sweep, listening on an ephemeral port.
  */
 export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOptions, 'database'>): Promise<TestApp> {
   const database = await openTestDatabase(engine);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'rb-app-'));
   const router = createRecordsRouter({
     auth: (token) => TEST_IDENTITIES[token] ?? null,
     logger: createMemoryLogger(),
+    dataDir,
+    fileSweep: false,
+    fileTokenSecret: TEST_FILE_TOKEN_SECRET,
+    thumbnailWorkers: 1,
     ...options,
     database: database.db,
   });
@@ -56,11 +70,13 @@ export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOp
     router,
     server,
     baseUrl,
+    dataDir,
     http: supertest.agent(baseUrl),
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await router.close();
       await database.destroy();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,193 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Identity } from './identity.js';
+
+/**
+ * Short-lived file tokens (DESIGN 5): `POST /api/files/token` hands one out so that a file URL
+ * can carry `?token=` without exposing the caller's long-lived token. The library signs and
+ * checks them itself; the host's `auth()` never sees them.
+ */
+export interface FileTokens {
+  /**
+   * A token for `identity`, valid for the configured lifetime from `now` (milliseconds, default
+   * `Date.now()`). Throws a TypeError when the identity has no string `id` (there is nobody to
+   * bind the token to).
+   */
+  sign(identity: Identity, now?: number): string;
+  /**
+   * The identity a valid, unexpired token was signed for, or `null`. Never throws: whatever a
+   * client puts in `?token=` (any length, any bytes) is just "not a file token".
+   */
+  verify(token: string, now?: number): Identity | null;
+  /** Whether a token has the file-token shape, so a caller can verify it here instead of passing it to `auth()`. */
+  isFileToken(token: string): boolean;
+}
+
+/** Options of `createFileTokens`. */
+export interface FileTokensOptions {
+  /** The HMAC key; every instance that serves the same files must use the same one. */
+  secret: Uint8Array | string;
+  /** Lifetime of a token. Default 180 (DESIGN 5): long enough to follow a link, short enough to leak little. */
+  ttlSeconds?: number;
+}
+
+const PREFIX = 'rbft.';
+/** Bound into every MAC, so a signature made with the same secret for anything else never passes. */
+const MAC_CONTEXT = 'recordbase-file-token:v1:';
+/** Largest identity JSON embedded as is; a bigger one would make URLs too long for proxies and browsers. */
+export const MAX_EMBEDDED_IDENTITY_BYTES = 2048;
+/** Longer than any token `sign` makes (2 KiB identity, base64url, plus the signature); a cheap first reject. */
+const MAX_TOKEN_LENGTH = 4096;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Creates the signer and checker of file tokens: `rbft.<base64url payload>.<base64url HMAC-SHA256>`,
+ * the payload being `{"v":1,"exp":<unix seconds>,"identity":{...}}`.
+ *
+ * The identity travels inside the token, so rules reading `@request.auth.<field>` behave as they
+ * do for the caller's own token. If its JSON is over 2 KiB (or cannot be serialised), only
+ * `{id, superuser}` is embedded: rules on other auth fields then see them as empty for file
+ * downloads made with such a token. A token is valid for `ttlSeconds` at most (slightly less when
+ * signed mid-second: `exp` is counted in whole seconds).
+ */
+export function createFileTokens(options: FileTokensOptions): FileTokens {
+  const secret = typeof options?.secret === 'string' ? Buffer.from(options.secret, 'utf8') : options?.secret;
+  if (!(secret instanceof Uint8Array) || secret.length === 0) {
+    throw new TypeError('createFileTokens: `secret` must be a non-empty string or Uint8Array');
+  }
+  const key = Buffer.from(secret); // a copy: the caller may reuse or wipe its buffer
+  const ttlSeconds = options.ttlSeconds ?? 180;
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds <= 0) {
+    throw new TypeError('createFileTokens: `ttlSeconds` must be a positive integer');
+  }
+  const signPayload = (payload: string): string => createHmac('sha256', key).update(MAC_CONTEXT + payload).digest('base64url');
+
+  return {
+    sign(identity: Identity, now = Date.now()): string {
+      if (!identity || typeof identity.id !== 'string' || identity.id === '') {
+        throw new TypeError('FileTokens.sign: the identity needs a non-empty string `id`');
+      }
+      const exp = Math.floor(now / 1000) + ttlSeconds;
+      const payload = Buffer.from(JSON.stringify({ v: 1, exp, identity: trimIdentity(identity) }), 'utf8').toString('base64url');
+      return `${PREFIX}${payload}.${signPayload(payload)}`;
+    },
+
+    verify(token: string, now = Date.now()): Identity | null {
+      try {
+        return readToken(token, now);
+      } catch {
+        return null; // belt and braces: nothing a client sends may throw out of here
+      }
+    },
+
+    isFileToken(token: string): boolean {
+      return typeof token === 'string' && token.startsWith(PREFIX);
+    },
+  };
+
+  function readToken(token: unknown, now: number): Identity | null {
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !token.startsWith(PREFIX)) return null;
+    const parts = token.slice(PREFIX.length).split('.');
+    if (parts.length !== 2) return null;
+    const [payload = '', signature = ''] = parts;
+    if (!BASE64URL.test(payload) || !BASE64URL.test(signature)) return null;
+    const expected = Buffer.from(signPayload(payload), 'ascii');
+    const given = Buffer.from(signature, 'ascii');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    // Only a payload we signed gets parsed.
+    const body: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    if (!isPlainObject(body) || body.v !== 1) return null;
+    const { exp, identity } = body;
+    if (typeof exp !== 'number' || !Number.isSafeInteger(exp) || !Number.isFinite(now) || now >= exp * 1000) return null;
+    if (!isPlainObject(identity) || typeof identity.id !== 'string' || identity.id === '') return null;
+    return identity as Identity;
+  }
+}
+
+/** The identity as embedded: whole when its JSON fits in 2 KiB, else only what rules need most. */
+function trimIdentity(identity: Identity): Identity {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(identity);
+  } catch {
+    json = undefined; // cycles, BigInt: fall back to the essentials
+  }
+  if (json !== undefined && Buffer.byteLength(json, 'utf8') <= MAX_EMBEDDED_IDENTITY_BYTES) return identity;
+  return typeof identity.superuser === 'boolean' ? { id: identity.id, superuser: identity.superuser } : { id: identity.id };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Options of `loadFileTokenSecret`. */
+export interface LoadFileTokenSecretOptions {
+  /** An explicit secret (`fileTokenSecret`), at least 32 characters. */
+  secret?: string;
+  /** Where a generated secret is kept (`<dataDir>/file-token.secret`). */
+  dataDir: string;
+}
+
+const MIN_SECRET_LENGTH = 32;
+const SECRET_FILE = 'file-token.secret';
+
+/**
+ * The key file tokens are signed with. An explicit `secret` wins; otherwise the one stored in
+ * `<dataDir>/file-token.secret`, generated (32 random bytes, hex, mode 0600) on first use so that
+ * tokens survive restarts without configuration.
+ *
+ * Several instances behind one load balancer must share the key, or a token signed by one is
+ * refused by the others: pass the same `fileTokenSecret` to each, or give them a shared `dataDir`.
+ * The file is created atomically (written under a temporary name, then hard-linked into place,
+ * which fails if it exists), so instances starting together end up with the same secret and none
+ * ever reads a half-written file.
+ *
+ * Throws a TypeError for an explicit secret shorter than 32 characters, an Error for a secret file
+ * that is too short (corrupted: delete it, or pass `fileTokenSecret`), and the file system's error
+ * when `dataDir` cannot be created or written.
+ */
+export async function loadFileTokenSecret(options: LoadFileTokenSecretOptions): Promise<Buffer> {
+  if (options.secret !== undefined) {
+    if (typeof options.secret !== 'string' || options.secret.length < MIN_SECRET_LENGTH) {
+      throw new TypeError(`fileTokenSecret must be a string of at least ${MIN_SECRET_LENGTH} characters (use e.g. 32 random bytes as hex)`);
+    }
+    return Buffer.from(options.secret, 'utf8');
+  }
+  const file = path.join(options.dataDir, SECRET_FILE);
+  const existing = await readSecretFile(file);
+  if (existing) return existing;
+
+  await fs.mkdir(options.dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('hex');
+  const temp = path.join(options.dataDir, `.${SECRET_FILE}.${randomBytes(8).toString('hex')}.tmp`);
+  await fs.writeFile(temp, secret + '\n', { flag: 'wx', mode: 0o600 });
+  try {
+    await fs.link(temp, file);
+    return Buffer.from(secret, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code !== 'EEXIST') throw error;
+    // Another instance won the race; its file is complete because it was linked, not written in place.
+    const winner = await readSecretFile(file);
+    if (!winner) throw new Error(`${file} vanished while it was being created; retry or pass fileTokenSecret`);
+    return winner;
+  } finally {
+    await fs.unlink(temp).catch(() => undefined);
+  }
+}
+
+/** The stored secret, or undefined when there is no file yet. */
+async function readSecretFile(file: string): Promise<Buffer | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const secret = text.trim();
+  if (secret.length < MIN_SECRET_LENGTH) {
+    throw new Error(`${file} holds no usable secret (under ${MIN_SECRET_LENGTH} characters); delete it or pass fileTokenSecret`);
+  }
+  return Buffer.from(secret, 'utf8');
+}

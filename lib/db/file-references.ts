@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
+import { quoteIdent as q } from '../query/sql-fragment.js';
+
+/**
+ * The file names each of `recordIds` holds in its file fields, read in one statement (`id =
+ * ANY(?)`, so a batch of hundreds of ids costs one round trip and one bound parameter). An id
+ * that is not a key of the result has no record: the cleanup sweep treats every file under it as
+ * unreferenced. A record without files maps to an empty set.
+ *
+ * Reads single file fields (text, `''` when empty) and multi file fields (jsonb arrays) alike;
+ * the caller passes the collection so that only its declared file fields count.
+ */
+export async function selectReferencedFileNames(
+  db: Knex | Knex.Transaction,
+  options: { collection: CollectionSchema; recordIds: readonly string[] },
+): Promise<Map<string, Set<string>>> {
+  const references = new Map<string, Set<string>>();
+  if (options.recordIds.length === 0) return references;
+  const fileFields = options.collection.fields.filter((field) => field.type === 'file');
+  const columns = ['id', ...fileFields.map((field) => field.column)].map(q).join(', ');
+  const result: { rows: Record<string, unknown>[] } = await db.raw(
+    `SELECT ${columns} FROM ${q(options.collection.table)} WHERE "id" = ANY(?::text[])`,
+    [[...new Set(options.recordIds)]],
+  );
+  for (const row of result.rows) {
+    const names = new Set<string>();
+    for (const field of fileFields) for (const name of readFileNames(field, row[field.column])) names.add(name);
+    references.set(String(row.id), names);
+  }
+  return references;
+}
+
+/**
+ * Takes the transaction-scoped advisory lock `key` if nobody holds it, without waiting. The lock
+ * lives exactly as long as `trx`, so it is released on commit, rollback or a dropped connection,
+ * whatever the pool does with the connection afterwards: no unlock to forget.
+ */
+export async function tryAdvisoryXactLock(trx: Knex.Transaction, key: number): Promise<boolean> {
+  const result: { rows: { locked: boolean }[] } = await trx.raw('SELECT pg_try_advisory_xact_lock(?::bigint) AS locked', [key]);
+  return result.rows[0]?.locked === true;
+}
+
+/**
+ * True when the Knex pool has a single connection (always so for the embedded PGlite). A long
+ * transaction there would hold up every other statement of the app, so long-running work must
+ * not keep one open.
+ */
+export function hasSingleConnection(db: Knex): boolean {
+  const pool = (db.client as { config?: { pool?: { max?: number } } }).config?.pool;
+  return pool?.max === 1;
+}
+
+/** What `runWithTryAdvisoryLock` reports: `acquired: false` means another session held the lock and `work` never ran. */
+export type TryLockOutcome<T> = { acquired: true; result: T } | { acquired: false };
+
+/**
+ * Runs `work` while holding the advisory lock `key`, or returns `{acquired: false}` at once when
+ * another session holds it (several app instances on one database: one of them does the work).
+ *
+ * On a pooled Knex the lock is transaction-scoped and `work` gets that transaction, which is how
+ * a lock stays tied to one pooled connection; the transaction only holds the lock (READ COMMITTED,
+ * no writes), so keeping it open for a long walk does not hold back vacuum.
+ *
+ * On a single-connection Knex (PGlite, or a pool capped at one) a transaction would block every
+ * other statement of the app for the whole run. There the only connection is the session, so a
+ * session-level lock is taken on it and released at the end, and `work` gets the Knex itself so
+ * that the app's statements interleave with it. (Should the pool replace that connection meanwhile,
+ * the lock is simply gone: the lock only avoids duplicate work, it is not what keeps files safe.)
+ */
+export async function runWithTryAdvisoryLock<T>(
+  options: { database: Knex; key: number },
+  work: (db: Knex | Knex.Transaction) => Promise<T>,
+): Promise<TryLockOutcome<T>> {
+  const { database, key } = options;
+  if (!hasSingleConnection(database)) {
+    return database.transaction(async (trx): Promise<TryLockOutcome<T>> => {
+      if (!(await tryAdvisoryXactLock(trx, key))) return { acquired: false };
+      return { acquired: true, result: await work(trx) };
+    });
+  }
+  const taken: { rows: { locked: boolean }[] } = await database.raw('SELECT pg_try_advisory_lock(?::bigint) AS locked', [key]);
+  if (taken.rows[0]?.locked !== true) return { acquired: false };
+  try {
+    return { acquired: true, result: await work(database) };
+  } finally {
+    await database.raw('SELECT pg_advisory_unlock(?::bigint)', [key]).catch(() => undefined);
+  }
+}
+
+/** The names one file column holds: a non-empty string (single), or the strings of a jsonb array (multi). */
+function readFileNames(field: FieldSchema, raw: unknown): string[] {
+  if (raw === null || raw === undefined || raw === '') return [];
+  if (field.storage === 'array') {
+    // Drivers hand jsonb over parsed; a string still means JSON text (a driver configured otherwise).
+    const value: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
+    return Array.isArray(value) ? value.filter((name): name is string => typeof name === 'string' && name !== '') : [];
+  }
+  return typeof raw === 'string' ? [raw] : [];
+}

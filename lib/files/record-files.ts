@@ -1,0 +1,87 @@
+import type { Logger } from '../http/logger.js';
+import type { RecordValues } from '../db/record-store.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import { buildFileKey, buildRecordPrefix, buildThumbnailPrefix } from './file-names.js';
+import type { StagedUpload } from './stage-uploads.js';
+import type { Storage } from './storage.js';
+
+/** Every file name a record's file fields hold. */
+export function listFileNames(collection: CollectionSchema, values: RecordValues | undefined): string[] {
+  if (!values) return [];
+  const names: string[] = [];
+  for (const field of collection.fields) {
+    if (field.type !== 'file') continue;
+    const value = values[field.name];
+    for (const name of Array.isArray(value) ? value : [value]) if (typeof name === 'string' && name !== '') names.push(name);
+  }
+  return names;
+}
+
+/**
+ * The storage side of a record write (DESIGN.md section 5): new files are written before the
+ * transaction commits and removed if it fails; replaced and deleted files go after it commits.
+ * Removal after commit never fails the request (the record is already right): a failure is
+ * logged, and the cleanup sweep removes the leftover later.
+ */
+export class RecordFiles {
+  constructor(
+    private readonly storage: Storage,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Writes the staged uploads of one record and resolves with their keys. All or nothing: if one
+   * write fails, the ones already written are removed and the error propagates (a 500).
+   */
+  async write(collection: CollectionSchema, recordId: string, staged: readonly StagedUpload[]): Promise<string[]> {
+    const written: string[] = [];
+    try {
+      // One at a time: each source is a spooled file, and sequential writes keep memory and open files flat.
+      for (const item of staged) {
+        const key = buildFileKey({ collectionId: collection.id, recordId, name: item.name });
+        await this.storage.write(key, item.upload.open(), { contentType: item.upload.mimeType });
+        written.push(key);
+      }
+      return written;
+    } catch (err) {
+      await this.discard(written);
+      throw err;
+    }
+  }
+
+  /** Removes files written for a write that did not commit. */
+  async discard(keys: readonly string[]): Promise<void> {
+    await Promise.all(keys.map((key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove uncommitted file ${key}`, err))));
+  }
+
+  /** After a committed update: removes the files the record no longer holds, with their thumbnails. */
+  async removeNames(collection: CollectionSchema, recordId: string, names: readonly string[]): Promise<void> {
+    await Promise.all(
+      names.map(async (name) => {
+        const parts = { collectionId: collection.id, recordId, name };
+        try {
+          await this.storage.delete(buildFileKey(parts));
+          await this.storage.deletePrefix(buildThumbnailPrefix(parts));
+        } catch (err) {
+          this.logger.warn(`could not remove replaced file ${collection.id}/${recordId}/${name}; the sweep will`, err);
+        }
+      }),
+    );
+  }
+
+  /** After a committed delete: removes the folder (files and thumbnails) of each record that had files. */
+  async removeRecords(records: readonly { collection: CollectionSchema; record: RecordValues }[]): Promise<void> {
+    await Promise.all(
+      records.map(async ({ collection, record }) => {
+        // A record without files has no folder (thumbnails only exist beside files): skip the call.
+        if (listFileNames(collection, record).length === 0) return;
+        const prefix = buildRecordPrefix({ collectionId: collection.id, recordId: String(record.id) });
+        try {
+          await this.storage.deletePrefix(prefix);
+        } catch (err) {
+          this.logger.warn(`could not remove the files of deleted record ${prefix}; the sweep will`, err);
+        }
+      }),
+    );
+  }
+}

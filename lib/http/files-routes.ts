@@ -1,0 +1,116 @@
+import express, { type Request, type RequestHandler, type Router } from 'express';
+import type { AuthFunction } from '../auth/identity.js';
+import { extractToken } from '../auth/extract-token.js';
+import type { FileTokens } from '../auth/file-token.js';
+import { NotFoundError, UnauthorizedError } from '../errors.js';
+import { buildFileKey } from '../files/file-names.js';
+import { lookupContentType } from '../files/sniff-mime-type.js';
+import type { Storage } from '../files/storage.js';
+import type { ThumbnailCache } from '../files/thumbnail-cache.js';
+import { isThumbnailable, parseThumbnailRequest } from '../files/thumbnail-spec.js';
+import type { Caller } from '../records/caller.js';
+import type { RecordService } from '../records/record-service.js';
+import type { FileFieldDefinition } from '../schema/definitions.js';
+import type { Logger } from './logger.js';
+import { readQueryParam } from './parse-list-query.js';
+import { resolveCaller } from './resolve-caller.js';
+import { sendStoredFile } from './send-stored-file.js';
+
+/** What the file routes need from the router. */
+export interface FilesRoutesOptions {
+  records: RecordService;
+  storage: Storage;
+  thumbnails: ThumbnailCache;
+  fileTokens: FileTokens;
+  auth?: AuthFunction;
+  logger: Logger;
+}
+
+/**
+ * Public files never change under a name (a new upload gets a new random name), so they may be
+ * cached for long; protected ones may be stored by the browser only, and revalidated (ETag) each
+ * time, so that the access check runs on every use.
+ */
+const PUBLIC_CACHE = 'public, max-age=2592000, stale-while-revalidate=86400';
+const PROTECTED_CACHE = 'private, no-cache';
+
+/** `?download=1` (or any value but `0`/`false`) asks for an attachment. */
+function wantsDownload(req: Request): boolean {
+  const value = readQueryParam(req.query, 'download');
+  return value !== undefined && value !== '0' && value.toLowerCase() !== 'false';
+}
+
+/** A flag parameter such as `?center` counts when present, whatever its value. */
+function hasFlag(req: Request, name: string): boolean {
+  return Object.prototype.hasOwnProperty.call(req.query, name);
+}
+
+/**
+ * The file routes (DESIGN.md section 5): downloads with thumbnails, and file tokens. Handlers
+ * parse the request and delegate: access to the record service, bytes to the storage, images to
+ * the thumbnail cache, headers to sendStoredFile.
+ */
+export function createFilesRoutes(options: FilesRoutesOptions): Router {
+  const { records, storage, thumbnails, fileTokens } = options;
+  const router = express.Router();
+
+  /**
+   * Who is downloading, resolved only for protected files (a public download never calls the
+   * host's auth()). A file token is checked here; any other token goes to auth().
+   */
+  async function resolveFileCaller(req: Request): Promise<Caller> {
+    const token = extractToken(req, { allowQuery: true });
+    if (token !== '' && fileTokens.isFileToken(token)) {
+      const identity = fileTokens.verify(token);
+      if (!identity) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
+      const guest = await resolveCaller(req, { allowQueryToken: false, auth: undefined });
+      return { request: { ...guest.request, auth: identity } };
+    }
+    return resolveCaller(req, { auth: options.auth, allowQueryToken: true });
+  }
+
+  const download: RequestHandler = async (req, res) => {
+    const collection = records.collection(req.params.collection as string);
+    const recordId = req.params.recordId as string;
+    const name = req.params.filename as string;
+    const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveFileCaller(req) });
+    const definition = field.definition as FileFieldDefinition;
+    const spec = parseThumbnailRequest(
+      {
+        thumb: readQueryParam(req.query, 'thumb'),
+        quality: readQueryParam(req.query, 'quality'),
+        format: readQueryParam(req.query, 'format'),
+        center: hasFlag(req, 'center'),
+        stretch: hasFlag(req, 'stretch'),
+      },
+      { allowedSizes: definition.thumbs },
+    );
+    const cacheControl = definition.protected === true ? PROTECTED_CACHE : PUBLIC_CACHE;
+    const download = wantsDownload(req);
+    // Once headers are out, a storage failure can only cut the connection; the log says why.
+    const onBodyError = (err: unknown) => options.logger.error(`${req.method} ${req.originalUrl}: storage failed mid-download`, err);
+    const mimeType = lookupContentType(name.includes('.') ? name.slice(name.lastIndexOf('.') + 1) : '');
+    if (spec && isThumbnailable(mimeType)) {
+      const thumb = await thumbnails.get({ collectionId: collection.id, recordId, name, mimeType, spec });
+      if (thumb) {
+        await sendStoredFile(req, res, { storage, key: thumb.key, fileName: name, contentType: thumb.contentType, download, cacheControl, onBodyError });
+        return;
+      }
+    }
+    await sendStoredFile(req, res, { storage, key: buildFileKey({ collectionId: collection.id, recordId, name }), fileName: name, download, cacheControl, onBodyError });
+  };
+
+  const token: RequestHandler = async (req, res) => {
+    const caller = await resolveCaller(req, { auth: options.auth });
+    if (!caller.request.auth) throw new UnauthorizedError('A file token needs an authenticated caller.', 'unauthorized');
+    res.json({ token: fileTokens.sign(caller.request.auth) });
+  };
+
+  router.get('/api/files/:collection/:recordId/:filename', download);
+  router.head('/api/files/:collection/:recordId/:filename', download);
+  router.post('/api/files/token', token);
+  router.use('/api/files', () => {
+    throw new NotFoundError('The requested endpoint does not exist.', 'route_not_found');
+  });
+  return router;
+}

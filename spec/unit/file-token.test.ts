@@ -1,0 +1,254 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createHmac } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createFileTokens, loadFileTokenSecret, MAX_EMBEDDED_IDENTITY_BYTES } from '../../lib/auth/file-token.js';
+import type { Identity } from '../../lib/auth/identity.js';
+
+const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
+/** A whole second, so that "exactly ttl later" is exact. */
+const NOW = 1_700_000_000_000;
+const ALICE: Identity = { id: 'aliceaaaaaaaaaa', name: 'Alice', role: 'editor', teams: ['a', 'b'], profile: { age: 41 } };
+
+function decodePayload(token: string): unknown {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
+}
+
+describe('createFileTokens', () => {
+  const tokens = createFileTokens({ secret: SECRET });
+
+  test('a signed token verifies to the same identity, every field preserved', () => {
+    const token = tokens.sign(ALICE, NOW);
+    expect(token).toMatch(/^rbft\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(tokens.verify(token, NOW)).toEqual(ALICE);
+    expect(decodePayload(token)).toEqual({ v: 1, exp: NOW / 1000 + 180, identity: ALICE });
+  });
+
+  test('superuser survives the round trip (rules rely on it)', () => {
+    const root: Identity = { id: 'rootrrrrrrrrrrr', superuser: true };
+    expect(tokens.verify(tokens.sign(root, NOW), NOW)).toEqual(root);
+  });
+
+  test('a token expires exactly ttl seconds after it was signed', () => {
+    const token = tokens.sign(ALICE, NOW);
+    expect(tokens.verify(token, NOW + 180_000 - 1)).toEqual(ALICE);
+    expect(tokens.verify(token, NOW + 180_000)).toBeNull();
+    expect(tokens.verify(token, NOW + 10 * 365 * 86_400_000)).toBeNull();
+  });
+
+  test('a token signed mid-second never lives longer than ttl', () => {
+    const token = tokens.sign(ALICE, NOW + 999);
+    expect(tokens.verify(token, NOW + 999 + 180_000)).toBeNull();
+  });
+
+  test('ttlSeconds is configurable and checked', () => {
+    const short = createFileTokens({ secret: SECRET, ttlSeconds: 5 });
+    const token = short.sign(ALICE, NOW);
+    expect(short.verify(token, NOW + 4_999)).toEqual(ALICE);
+    expect(short.verify(token, NOW + 5_000)).toBeNull();
+    for (const ttlSeconds of [0, -1, 1.5, Number.NaN, Infinity]) {
+      expect(() => createFileTokens({ secret: SECRET, ttlSeconds })).toThrow(TypeError);
+    }
+  });
+
+  test('the default clock is used when now is not given', () => {
+    const token = tokens.sign(ALICE);
+    expect(tokens.verify(token)).toEqual(ALICE);
+  });
+
+  test('a token signed with another secret is refused; a Uint8Array secret equals its string', () => {
+    const other = createFileTokens({ secret: 'another-secret-that-is-long-enough-0123456' });
+    expect(other.verify(tokens.sign(ALICE, NOW), NOW)).toBeNull();
+    const bytes = createFileTokens({ secret: new TextEncoder().encode(SECRET) });
+    expect(bytes.verify(tokens.sign(ALICE, NOW), NOW)).toEqual(ALICE);
+  });
+
+  test('an empty or missing secret is refused', () => {
+    expect(() => createFileTokens({ secret: '' })).toThrow(TypeError);
+    expect(() => createFileTokens({ secret: new Uint8Array(0) })).toThrow(TypeError);
+    expect(() => createFileTokens({} as never)).toThrow(TypeError);
+  });
+
+  test('a tampered payload is refused, even with a valid-looking identity', () => {
+    const token = tokens.sign(ALICE, NOW);
+    const [, , signature] = token.split('.');
+    const forged = Buffer.from(JSON.stringify({ v: 1, exp: NOW / 1000 + 180, identity: { id: 'rootrrrrrrrrrrr', superuser: true } })).toString('base64url');
+    expect(tokens.verify(`rbft.${forged}.${signature}`, NOW)).toBeNull();
+    const longer = Buffer.from(JSON.stringify({ v: 1, exp: NOW / 1000 + 100_000, identity: ALICE })).toString('base64url');
+    expect(tokens.verify(`rbft.${longer}.${signature}`, NOW)).toBeNull();
+  });
+
+  test('a tampered signature is refused, character by character', () => {
+    const token = tokens.sign(ALICE, NOW);
+    const signatureStart = token.lastIndexOf('.') + 1;
+    for (let i = signatureStart; i < token.length; i++) {
+      const flipped = token[i] === 'A' ? 'B' : 'A';
+      expect(tokens.verify(token.slice(0, i) + flipped + token.slice(i + 1), NOW)).toBeNull();
+    }
+    expect(tokens.verify(token.slice(0, -1), NOW)).toBeNull();
+    expect(tokens.verify(token + 'A', NOW)).toBeNull();
+  });
+
+  test('a payload signed with the right secret but without our context string is refused', () => {
+    // A MAC over the bare payload (what a naive implementation or another feature would sign).
+    const payload = Buffer.from(JSON.stringify({ v: 1, exp: NOW / 1000 + 180, identity: ALICE })).toString('base64url');
+    const bare = createHmac('sha256', SECRET).update(payload).digest('base64url');
+    expect(tokens.verify(`rbft.${payload}.${bare}`, NOW)).toBeNull();
+  });
+
+  /** Signs an arbitrary payload string the way `sign` does, to reach the checks after the MAC. */
+  function signRaw(json: string): string {
+    const payload = Buffer.from(json, 'utf8').toString('base64url');
+    // Recover the MAC scheme from a real token: same secret, same context, different payload.
+    const reference = tokens.sign(ALICE, NOW);
+    const referencePayload = reference.split('.')[1]!;
+    const context = 'recordbase-file-token:v1:';
+    expect(createHmac('sha256', SECRET).update(context + referencePayload).digest('base64url')).toBe(reference.split('.')[2]);
+    return `rbft.${payload}.${createHmac('sha256', SECRET).update(context + payload).digest('base64url')}`;
+  }
+
+  const exp = NOW / 1000 + 180;
+  test.each([
+    ['empty', ''],
+    ['prefix only', 'rbft.'],
+    ['two short parts', 'rbft.a.b'],
+    ['too many parts', 'rbft.a.b.c'],
+    ['no prefix', 'eyJ2IjoxfQ.abc'],
+    ['another prefix', 'rbxx.abc.def'],
+    ['100 KB string', 'rbft.' + 'A'.repeat(100_000) + '.B'],
+    ['non-base64 payload', 'rbft.@@@@.' + 'A'.repeat(43)],
+    ['padding', 'rbft.eyJ2IjoxfQ==.' + 'A'.repeat(43)],
+    ['whitespace', 'rbft. eyJ2IjoxfQ.' + 'A'.repeat(43)],
+    ['a JWT', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl'],
+  ])('malformed token (%s) is null', (_label, token) => {
+    expect(tokens.verify(token, NOW)).toBeNull();
+    expect(tokens.isFileToken(token)).toBe(token.startsWith('rbft.'));
+  });
+
+  test.each([
+    ['not JSON', 'not json'],
+    ['JSON array payload', '[1,2]'],
+    ['JSON null payload', 'null'],
+    ['wrong version', JSON.stringify({ v: 2, exp, identity: ALICE })],
+    ['missing exp', JSON.stringify({ v: 1, identity: ALICE })],
+    ['string exp', JSON.stringify({ v: 1, exp: String(exp), identity: ALICE })],
+    ['fractional exp', JSON.stringify({ v: 1, exp: exp + 0.5, identity: ALICE })],
+    ['array identity', JSON.stringify({ v: 1, exp, identity: [ALICE] })],
+    ['string identity', JSON.stringify({ v: 1, exp, identity: 'aliceaaaaaaaaaa' })],
+    ['null identity', JSON.stringify({ v: 1, exp, identity: null })],
+    ['missing identity', JSON.stringify({ v: 1, exp })],
+    ['missing id', JSON.stringify({ v: 1, exp, identity: { name: 'Alice' } })],
+    ['empty id', JSON.stringify({ v: 1, exp, identity: { id: '' } })],
+    ['numeric id', JSON.stringify({ v: 1, exp, identity: { id: 42 } })],
+  ])('a correctly signed but invalid payload (%s) is null', (_label, json) => {
+    expect(tokens.verify(signRaw(json), NOW)).toBeNull();
+  });
+
+  test('verify never throws, whatever it is given', () => {
+    for (const value of [undefined, null, 42, {}, [], Symbol('x'), 'rbft.' + '\u0000'.repeat(10), '\ud800']) {
+      expect(tokens.verify(value as never, NOW)).toBeNull();
+    }
+    expect(tokens.verify(tokens.sign(ALICE, NOW), Number.NaN)).toBeNull();
+  });
+
+  test('isFileToken tells file tokens from other tokens', () => {
+    expect(tokens.isFileToken(tokens.sign(ALICE, NOW))).toBe(true);
+    expect(tokens.isFileToken('token-alice')).toBe(false);
+    expect(tokens.isFileToken('eyJhbGciOiJIUzI1NiJ9.e30.x')).toBe(false);
+    expect(tokens.isFileToken(undefined as never)).toBe(false);
+  });
+
+  test('a big identity is trimmed to id and superuser', () => {
+    const big: Identity = { id: 'bigbigbigbigbig', superuser: false, bio: 'x'.repeat(MAX_EMBEDDED_IDENTITY_BYTES) };
+    const token = tokens.sign(big, NOW);
+    expect(tokens.verify(token, NOW)).toEqual({ id: 'bigbigbigbigbig', superuser: false });
+    expect(token.length).toBeLessThan(300);
+    const noFlag = tokens.verify(tokens.sign({ id: 'bigbigbigbigbig', bio: 'é'.repeat(1100) }, NOW), NOW);
+    expect(noFlag).toEqual({ id: 'bigbigbigbigbig' }); // 1100 characters but 2200 UTF-8 bytes
+  });
+
+  test('an identity just under the limit is embedded whole', () => {
+    const base = JSON.stringify({ id: 'fitfitfitfitfit', bio: '' }).length;
+    const fits: Identity = { id: 'fitfitfitfitfit', bio: 'x'.repeat(MAX_EMBEDDED_IDENTITY_BYTES - base) };
+    expect(tokens.verify(tokens.sign(fits, NOW), NOW)).toEqual(fits);
+  });
+
+  test('an identity that cannot be serialised is trimmed rather than failing', () => {
+    const cyclic: Identity = { id: 'cyclecyclecycle', superuser: true };
+    cyclic.self = cyclic;
+    expect(tokens.verify(tokens.sign(cyclic, NOW), NOW)).toEqual({ id: 'cyclecyclecycle', superuser: true });
+    expect(tokens.verify(tokens.sign({ id: 'bigintbigintbig', n: 1n }, NOW), NOW)).toEqual({ id: 'bigintbigintbig' });
+  });
+
+  test('sign refuses an identity without a string id', () => {
+    expect(() => tokens.sign({ id: '' }, NOW)).toThrow(TypeError);
+    expect(() => tokens.sign({ id: 42 } as never, NOW)).toThrow(TypeError);
+    expect(() => tokens.sign(null as never, NOW)).toThrow(TypeError);
+  });
+});
+
+describe('loadFileTokenSecret', () => {
+  let parent: string;
+
+  beforeAll(async () => {
+    parent = await fs.mkdtemp(path.join(os.tmpdir(), 'rb-file-token-'));
+  });
+
+  afterAll(async () => {
+    await fs.rm(parent, { recursive: true, force: true });
+  });
+
+  test('generates a 0600 secret file in a new dataDir and reuses it', async () => {
+    const dataDir = path.join(parent, 'fresh', 'nested');
+    const first = await loadFileTokenSecret({ dataDir });
+    const file = path.join(dataDir, 'file-token.secret');
+    const stat = await fs.stat(file);
+    expect(stat.mode & 0o777).toBe(0o600);
+    expect((await fs.readFile(file, 'utf8')).trim()).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.toString('utf8')).toBe((await fs.readFile(file, 'utf8')).trim());
+    const second = await loadFileTokenSecret({ dataDir });
+    expect(second.equals(first)).toBe(true);
+    // Only the secret remains: no temporary file left behind.
+    expect(await fs.readdir(dataDir)).toEqual(['file-token.secret']);
+    // And tokens signed under it survive a "restart".
+    const token = createFileTokens({ secret: first }).sign(ALICE, NOW);
+    expect(createFileTokens({ secret: second }).verify(token, NOW)).toEqual(ALICE);
+  });
+
+  test('an explicit secret wins and no file is created', async () => {
+    const dataDir = path.join(parent, 'explicit');
+    const secret = 's'.repeat(32);
+    expect((await loadFileTokenSecret({ secret, dataDir })).toString('utf8')).toBe(secret);
+    await expect(fs.stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  test('an explicit secret wins over an existing file', async () => {
+    const dataDir = path.join(parent, 'both');
+    const generated = await loadFileTokenSecret({ dataDir });
+    const secret = 'e'.repeat(40);
+    const loaded = await loadFileTokenSecret({ secret, dataDir });
+    expect(loaded.toString('utf8')).toBe(secret);
+    expect(loaded.equals(generated)).toBe(false);
+  });
+
+  test.each([[''], ['short'], ['x'.repeat(31)]])('a secret shorter than 32 characters (%j) throws a TypeError', async (secret) => {
+    await expect(loadFileTokenSecret({ secret, dataDir: path.join(parent, 'short') })).rejects.toThrow(/at least 32 characters/);
+    await expect(loadFileTokenSecret({ secret, dataDir: path.join(parent, 'short') })).rejects.toBeInstanceOf(TypeError);
+  });
+
+  test('concurrent calls on a fresh dataDir agree on one secret', async () => {
+    const dataDir = path.join(parent, 'race');
+    const results = await Promise.all(Array.from({ length: 8 }, () => loadFileTokenSecret({ dataDir })));
+    for (const result of results) expect(result.equals(results[0]!)).toBe(true);
+    expect(results[0]!.toString('utf8')).toBe((await fs.readFile(path.join(dataDir, 'file-token.secret'), 'utf8')).trim());
+    expect(await fs.readdir(dataDir)).toEqual(['file-token.secret']);
+  });
+
+  test('a corrupted (empty) secret file is reported, not silently replaced', async () => {
+    const dataDir = path.join(parent, 'corrupt');
+    await fs.mkdir(dataDir, { recursive: true });
+    await fs.writeFile(path.join(dataDir, 'file-token.secret'), '');
+    await expect(loadFileTokenSecret({ dataDir })).rejects.toThrow(/no usable secret/);
+  });
+});
