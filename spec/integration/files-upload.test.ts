@@ -351,6 +351,20 @@ describe.each(testEngines())('multipart uploads on %s', (engine) => {
       expect(onDisk.sort()).toEqual([...final.body.docs].sort());
     });
 
+    test('concurrent appends and a delete of the same record: the record ends deleted and its folder empty', async () => {
+      const album = await createAlbum();
+      const patches = Array.from({ length: 4 }, (_, i) =>
+        app.http.patch(url(`albums/records/${album.id}`)).field('title', 't').attach('docs+', Buffer.from(`p${i}`), `p${i}.txt`),
+      );
+      const removal = app.http.delete(url(`albums/records/${album.id}`));
+      const [deleted, ...updated] = await Promise.all([removal, ...patches]);
+      expect(deleted.status).toBe(204);
+      // each update ran either before the delete (200) or after it (404), never half-way
+      for (const res of updated) expect([200, 404, 422]).toContain(res.status);
+      expect((await app.http.get(url(`albums/records/${album.id}`))).status).toBe(404);
+      expect(storageFiles(app).filter((f) => f.startsWith(`${ALBUMS}/${album.id}/`))).toEqual([]);
+    });
+
     test('concurrent replacing updates: whoever wins, the record never references a missing file and nothing is orphaned', async () => {
       const album = await createAlbum();
       const results = await Promise.all(
