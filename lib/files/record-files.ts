@@ -54,6 +54,11 @@ export class RecordFiles {
     await Promise.all(keys.map((key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove uncommitted file ${key}`, err))));
   }
 
+  /** Reports files left in place because their write's commit had an unknown outcome. */
+  keepUnknown(keys: readonly string[]): void {
+    this.logger.warn(`the commit of a write failed with an unknown outcome; keeping its new files for the sweep to decide: ${keys.join(', ')}`);
+  }
+
   /** After a committed update: removes the files the record no longer holds, with their thumbnails. */
   async removeNames(collection: CollectionSchema, recordId: string, names: readonly string[]): Promise<void> {
     await Promise.all(

@@ -110,6 +110,7 @@ export class RecordService {
     const { staged, errors } = stageUploads(collection, input.uploads ?? []);
     const data = joinUploadNames(input.data, staged);
     let written: string[] = [];
+    let committing = false;
     try {
       return await this.guard(async () => {
         const ruleWhere = this.rule(collection, 'create', caller);
@@ -122,11 +123,12 @@ export class RecordService {
           if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
             throw new ForbiddenError('You are not allowed to create this record.');
           }
+          committing = true;
           return created;
         });
       });
     } catch (err) {
-      await this.options.files.discard(written);
+      await this.discardUncommitted(written, committing);
       throw err;
     }
   }
@@ -144,6 +146,7 @@ export class RecordService {
       data = clearUnsentFields(collection, data, { includeHidden: isSuperuser(caller) });
     }
     let written: string[] = [];
+    let committing = false;
     let removed: string[] = [];
     let updated: RecordValues;
     try {
@@ -158,11 +161,12 @@ export class RecordService {
           const result = await this.rejectDuplicates(collection, () => store.update(collection, id, values));
           const kept = new Set(listFileNames(collection, result));
           removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
+          committing = true;
           return result;
         });
       });
     } catch (err) {
-      await this.options.files.discard(written);
+      await this.discardUncommitted(written, committing);
       throw err;
     }
     await this.options.files.removeNames(collection, id, removed);
@@ -237,6 +241,20 @@ export class RecordService {
 
   private validator(collection: CollectionSchema): RecordValidator {
     return this.validators.get(collection)!;
+  }
+
+  /**
+   * Removes the files of a write that failed. A failure during COMMIT itself (the connection lost
+   * mid-commit) leaves the outcome unknown: the row may be committed and reference these files,
+   * so they stay, and the sweep removes them later if no record holds them.
+   */
+  private async discardUncommitted(written: readonly string[], committing: boolean): Promise<void> {
+    if (written.length === 0) return;
+    if (committing) {
+      this.options.files.keepUnknown(written);
+      return;
+    }
+    await this.options.files.discard(written);
   }
 
   /** Validates, reporting the uploads' own 422s (size, type) together with every other field's. */
