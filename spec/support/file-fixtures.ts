@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { deflateSync } from 'node:zlib';
 import type { CollectionDefinition } from '../../lib/index.js';
 
 const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
@@ -60,54 +59,11 @@ export function storedNamePattern(stem: string, extension: string): RegExp {
   return new RegExp(`^${stem}_[a-z0-9]{10}\\.${extension}$`);
 }
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(bytes: Buffer): number {
-  let c = 0xffffffff;
-  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
 /**
- * A real RGB PNG of `width` x `height` whose top half is red and bottom half blue (so crops can be
- * told apart), written by hand so that fixtures need no image library.
+ * A real RGB PNG whose top half is red and bottom half blue (so crops can be told apart), made
+ * without an image library; shared with the benchmark, which needs the same pictures.
  */
-export function makePng(width: number, height: number): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 8; // bit depth
-  header[9] = 2; // RGB
-  const rows: Buffer[] = [];
-  for (let y = 0; y < height; y++) {
-    const row = Buffer.alloc(1 + width * 3);
-    for (let x = 0; x < width; x++) {
-      const top = y < height / 2;
-      row[1 + x * 3] = top ? 255 : 0;
-      row[3 + x * 3] = top ? 0 : 255;
-    }
-    rows.push(row);
-  }
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', header),
-    pngChunk('IDAT', deflateSync(Buffer.concat(rows))),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
+export { makePng } from '../../bench/png.js';
 
 /** Every file under `root`, as relative paths, sorted; [] when the folder does not exist. */
 export function listFilesUnder(root: string): string[] {

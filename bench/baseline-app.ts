@@ -1,0 +1,191 @@
+/**
+ * The baseline: what a competent hand-written Express + pg server (no Knex, no recordbase) does
+ * for the same requests, with the same SQL and the same JSON, so its throughput is the stack's
+ * own limit on this machine. It knows the bench's one query shape instead of parsing a filter
+ * language, runs no rule engine and serialises with `toISOString`: everything recordbase does on
+ * top of that is what the ratio measures. Forked by the runner; sends `{ type: 'ready', port }`.
+ *
+ * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_DATA_DIR (recordbase's storage is read from
+ * `storage/` there for thumbnails; uploads go to `baseline-uploads/`).
+ */
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createReadStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import express, { type Request, type Response } from 'express';
+import multer from 'multer';
+import pg from 'pg';
+import { POSTS_ID, THUMB, USERS_ID } from './bench-data.js';
+
+const schema = process.env.BENCH_SCHEMA!;
+const dataDir = process.env.BENCH_DATA_DIR!;
+if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+const posts = `"${schema}"."posts"`;
+const users = `"${schema}"."users"`;
+const storageRoot = path.join(dataDir, 'storage');
+const uploadDir = path.join(dataDir, 'baseline-uploads');
+await fs.mkdir(uploadDir, { recursive: true });
+
+const pool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL, max: 10 });
+
+type Row = Record<string, unknown>;
+
+const date = (d: unknown) => (d as Date).toISOString().replace('T', ' ');
+
+function shapePost(r: Row): Row {
+  return {
+    collectionId: POSTS_ID,
+    collectionName: 'posts',
+    id: r.id,
+    title: r.title,
+    body: r.body,
+    views: r.views,
+    published: r.published,
+    author: r.author,
+    cover: r.cover,
+    created: date(r.created),
+    updated: date(r.updated),
+  };
+}
+
+function shapeUser(r: Row): Row {
+  return { collectionId: USERS_ID, collectionName: 'users', id: r.id, name: r.name, email: r.email, created: date(r.created), updated: date(r.updated) };
+}
+
+function fail(res: Response, status: number, message: string, data: Row = {}): void {
+  res.status(status).json({ status, message, data });
+}
+
+const app = express();
+
+// The hand-written form of `filter=published = true && views >= 100&sort=-created`.
+const LIST_WHERE = 'published = $1 AND views >= $2';
+
+app.get('/backend/api/collections/posts/records', async (req, res) => {
+  const page = Number(req.query.page ?? 1);
+  const perPage = Math.min(Number(req.query.perPage ?? 30), 1000);
+  if (!Number.isInteger(page) || page < 1 || !Number.isInteger(perPage) || perPage < 1) return fail(res, 400, 'Bad paging.');
+  const skipTotal = req.query.skipTotal === '1' || req.query.skipTotal === 'true';
+  const { rows } = await pool.query(`SELECT * FROM ${posts} WHERE ${LIST_WHERE} ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4`, [
+    true,
+    100,
+    perPage,
+    (page - 1) * perPage,
+  ]);
+  let totalItems = -1;
+  if (!skipTotal) totalItems = (await pool.query(`SELECT count(*)::int AS n FROM ${posts} WHERE ${LIST_WHERE}`, [true, 100])).rows[0].n;
+  const items = rows.map(shapePost);
+  if (req.query.expand === 'author' && rows.length > 0) {
+    const authors = await pool.query(`SELECT * FROM ${users} WHERE id = ANY($1::text[])`, [[...new Set(rows.map((r) => r.author))]]);
+    const byId = new Map(authors.rows.map((u) => [u.id, shapeUser(u)]));
+    items.forEach((item) => {
+      const author = byId.get(item.author);
+      if (author) item.expand = { author };
+    });
+  }
+  res.json({ page, perPage, totalItems, totalPages: skipTotal ? -1 : Math.ceil(totalItems / perPage), items });
+});
+
+app.get('/backend/api/collections/posts/records/:id', async (req, res) => {
+  const { rows } = await pool.query(`SELECT * FROM ${posts} WHERE id = $1`, [req.params.id]);
+  if (rows.length === 0) return fail(res, 404, "The requested record wasn't found.");
+  res.json(shapePost(rows[0]));
+});
+
+const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const newId = () => Array.from({ length: 15 }, () => ID_ALPHABET[randomInt(36)]).join('');
+
+const upload = multer({
+  storage: multer.diskStorage({
+    destination: uploadDir,
+    filename: (_req, file, done) => done(null, `${path.parse(file.originalname).name.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}_${randomBytes(5).toString('hex')}.png`),
+  }),
+  limits: { fileSize: 5 * 1024 * 1024 },
+  fileFilter: (_req, file, done) => done(null, ['image/png', 'image/jpeg', 'image/webp'].includes(file.mimetype)),
+}).single('cover');
+
+/** The checks recordbase's validator makes for this collection, written out by hand. */
+function validatePost(body: Row): Row | string {
+  const { title, body: text = '', views = null, published = false, author } = body;
+  if (typeof title !== 'string' || title.length < 1 || title.length > 200) return 'title';
+  if (typeof text !== 'string' || text.length > 10000) return 'body';
+  const number = typeof views === 'string' ? Number(views) : views;
+  if (number !== null && (typeof number !== 'number' || !Number.isInteger(number) || number < 0)) return 'views';
+  const flag = published === 'true' ? true : published === 'false' ? false : published;
+  if (typeof flag !== 'boolean') return 'published';
+  if (typeof author !== 'string' || !/^[a-z0-9]{15}$/.test(author)) return 'author';
+  return { title, body: text, views: number, published: flag, author };
+}
+
+async function insertPost(res: Response, values: Row, cover: string): Promise<void> {
+  // One statement: the relation check and the insert, atomically.
+  const { rows } = await pool.query(
+    `INSERT INTO ${posts} (id, title, body, views, published, author, cover, created, updated)
+     SELECT $1, $2, $3, $4, $5, $6, $7, now(), now() WHERE EXISTS (SELECT 1 FROM ${users} WHERE id = $6) RETURNING *`,
+    [newId(), values.title, values.body, values.views, values.published, values.author, cover],
+  );
+  if (rows.length === 0) return fail(res, 400, 'Failed to create record.', { author: { code: 'validation_missing_rel_records' } });
+  res.json(shapePost(rows[0]));
+}
+
+app.post('/backend/api/collections/posts/records', async (req: Request, res: Response) => {
+  if (req.is('multipart/form-data')) {
+    await new Promise<void>((resolve, reject) => upload(req, res, (err: unknown) => (err ? reject(err) : resolve())));
+    const values = validatePost(req.body ?? {});
+    if (typeof values === 'string') {
+      if (req.file) await fs.rm(req.file.path, { force: true });
+      return fail(res, 400, 'Failed to create record.', { [values]: { code: 'validation_invalid' } });
+    }
+    return insertPost(res, values, req.file?.filename ?? '');
+  }
+  await new Promise<void>((resolve, reject) => express.json()(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+  const values = validatePost(req.body ?? {});
+  if (typeof values === 'string') return fail(res, 400, 'Failed to create record.', { [values]: { code: 'validation_invalid' } });
+  return insertPost(res, values, '');
+});
+
+const CSP = "default-src 'none'; media-src 'self'; style-src 'unsafe-inline'; sandbox";
+
+app.get('/backend/api/files/posts/:recordId/:filename', async (req, res) => {
+  const { recordId, filename } = req.params;
+  const { rows } = await pool.query(`SELECT cover FROM ${posts} WHERE id = $1`, [recordId]);
+  if (rows.length === 0 || rows[0].cover !== filename || !/^[a-z0-9_]+\.[a-z0-9]+$/.test(filename)) return fail(res, 404, "The requested file wasn't found.");
+  const key = req.query.thumb === THUMB ? `${POSTS_ID}/${recordId}/thumbs_${filename}/${THUMB}_${filename}` : `${POSTS_ID}/${recordId}/${filename}`;
+  const file = path.join(storageRoot, key);
+  const info = await fs.stat(file).catch(() => undefined);
+  if (!info) return fail(res, 404, "The requested file wasn't found.");
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', CSP);
+  res.setHeader('Accept-Ranges', 'bytes');
+  res.setHeader('Cache-Control', 'public, max-age=2592000, stale-while-revalidate=86400');
+  res.setHeader('ETag', `"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}-${createHash('sha256').update(key).digest('base64url').slice(0, 12)}"`);
+  res.setHeader('Last-Modified', info.mtime.toUTCString());
+  res.setHeader('Content-Type', 'image/png');
+  res.setHeader('Content-Length', String(info.size));
+  res.setHeader('Content-Disposition', `inline; filename="${filename}"`);
+  try {
+    await pipeline(createReadStream(file), res);
+  } catch {
+    res.destroy(); // the client left (autocannon cuts its connections when a run ends)
+  }
+});
+
+app.use((err: unknown, req: Request, res: Response, _next: express.NextFunction) => {
+  if (req.socket.destroyed) return; // the client left (autocannon cuts its connections when a run ends)
+  console.error(err);
+  if (!res.headersSent) fail(res, 500, 'Something went wrong.');
+  else res.destroy();
+});
+
+const server = app.listen(0, '127.0.0.1', () => {
+  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
+});
+
+async function shutdown(): Promise<void> {
+  server.close();
+  server.closeAllConnections();
+  await pool.end();
+  process.exit(0);
+}
+process.once('SIGTERM', () => void shutdown());
+process.once('disconnect', () => void shutdown());

@@ -1,0 +1,63 @@
+/**
+ * What the bench's data looks like, shared by the runner, the two servers and the load generator:
+ * the collections, the seeded ids (computable anywhere, so no process has to ask the database for
+ * them) and the marker that tells the rows the bench itself wrote apart from the seed.
+ */
+import { createHash } from 'node:crypto';
+import type { CollectionDefinition } from '../lib/index.js';
+
+/** Fixed collection ids, so that the hand-written baseline can answer with the same JSON. */
+export const USERS_ID = 'pbc_bench_users';
+export const POSTS_ID = 'pbc_bench_posts';
+export const USER_COUNT = 1000;
+/** Every record the bench writes (create, upload) has a title starting with this; the cleanup deletes them. */
+export const WRITE_MARKER = 'bench-write';
+/** The only thumbnail size the `cover` field allows (and the one scenario 6 downloads). */
+export const THUMB = '100x100';
+/** Signs file tokens; the bench never uses them, but a fixed secret keeps the data dir throwaway. */
+export const FILE_TOKEN_SECRET = 'recordbase-bench-file-token-secret-0123456789';
+
+/** The bench's collections: users, and posts with an `author` relation and a `cover` image with thumbnails. */
+export const benchCollections: CollectionDefinition[] = [
+  {
+    name: 'users',
+    id: USERS_ID,
+    fields: [
+      { name: 'name', type: 'text', required: true, max: 100 },
+      { name: 'email', type: 'email' },
+    ],
+    rules: { list: '', view: '', create: null, update: null, delete: null },
+  },
+  {
+    name: 'posts',
+    id: POSTS_ID,
+    fields: [
+      { name: 'title', type: 'text', required: true, min: 1, max: 200 },
+      { name: 'body', type: 'text', max: 10000 },
+      { name: 'views', type: 'number', min: 0, onlyInt: true },
+      { name: 'published', type: 'bool' },
+      { name: 'author', type: 'relation', collection: 'users', required: true },
+      { name: 'cover', type: 'file', maxSize: 5 * 1024 * 1024, mimeTypes: ['image/png', 'image/jpeg', 'image/webp'], thumbs: [THUMB] },
+    ],
+    rules: { list: '', view: '', create: '', update: null, delete: null },
+  },
+];
+
+function hashId(prefix: string, n: number): string {
+  return prefix + createHash('md5').update(`${prefix}${n}`).digest('hex').slice(0, 14);
+}
+
+/** The id of seeded user n (1-based): `u` + 14 hex digits of md5('u' + n), the same as the seed's SQL. */
+export function seededUserId(n: number): string {
+  return hashId('u', n);
+}
+
+/** The id of seeded post n (1-based), as the seed's SQL makes it. */
+export function seededPostId(n: number): string {
+  return hashId('p', n);
+}
+
+/** The schema one data set lives in; one per size, so that both sizes stay cached side by side. */
+export function benchSchema(rows: number): string {
+  return `rb_bench_${rows}`;
+}

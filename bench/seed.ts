@@ -1,0 +1,108 @@
+/**
+ * The bench's data: 1,000 users and N posts in a schema of their own (`rb_bench_<N>`), made with
+ * one `INSERT ... SELECT generate_series` per table and kept between runs. The schema's comment
+ * records what was seeded; a run whose comment and row counts match skips the seed.
+ */
+import path from 'node:path';
+import knexFactory from 'knex';
+import pg from 'pg';
+import { createRecordsRouter } from '../lib/index.js';
+import { benchCollections, benchSchema, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
+
+/** Bump when the seed's SQL changes, so cached schemas are rebuilt. */
+const SEED_VERSION = 1;
+
+/** What `ensureSeeded` did. */
+export interface SeedReport {
+  schema: string;
+  seeded: boolean;
+  seconds: number;
+}
+
+function signature(rows: number): string {
+  return `recordbase bench seed v${SEED_VERSION}: ${USER_COUNT} users, ${rows} posts`;
+}
+
+/** Creates the tables and indexes exactly as the router does, by letting a router sync the schema. */
+async function syncTables(url: string, schema: string, dataDir: string): Promise<void> {
+  const db = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 2 } });
+  const router = createRecordsRouter({ collections: benchCollections, database: db, dataDir, fileTokenSecret: FILE_TOKEN_SECRET, fileSweep: false });
+  try {
+    await router.ready;
+  } finally {
+    await router.close();
+    await db.destroy();
+  }
+}
+
+/**
+ * Seeds one data set. Ids are `u`/`p` + 14 hex digits of md5 of the row number (random-looking,
+ * like real record ids, and computable by the load generator); `created` advances 10 s per post;
+ * views are spread over 0..999, two posts in three are published, authors cycle over the users.
+ */
+async function seed(client: pg.Client, schema: string, rows: number): Promise<void> {
+  const s = `"${schema}"`;
+  await client.query('BEGIN');
+  await client.query(
+    `INSERT INTO ${s}.users (id, name, email, created, updated)
+     SELECT 'u' || substr(md5('u' || i), 1, 14), 'user ' || i, 'user' || i || '@example.com', t, t
+     FROM generate_series(1, $1::int) AS i, LATERAL (SELECT timestamptz '2024-01-01 00:00:00Z' + i * interval '1 minute' AS t) AS ts`,
+    [USER_COUNT],
+  );
+  await client.query(
+    `INSERT INTO ${s}.posts (id, title, body, views, published, author, cover, created, updated)
+     SELECT 'p' || substr(md5('p' || i), 1, 14), 'post ' || i, repeat('lorem ipsum dolor sit amet ', 1 + i % 8),
+            (i::bigint * 7919) % 1000, i % 3 <> 0, 'u' || substr(md5('u' || (1 + (i::bigint * 31) % $2::int)), 1, 14), '', t, t
+     FROM generate_series(1, $1::int) AS i, LATERAL (SELECT timestamptz '2025-01-01 00:00:00Z' + i * interval '10 seconds' AS t) AS ts`,
+    [rows, USER_COUNT],
+  );
+  await client.query(`COMMENT ON SCHEMA ${s} IS '${signature(rows)}'`);
+  await client.query('COMMIT');
+  await client.query(`VACUUM ANALYZE ${s}.users`);
+  await client.query(`VACUUM ANALYZE ${s}.posts`);
+}
+
+async function isSeeded(client: pg.Client, schema: string, rows: number): Promise<boolean> {
+  const comment = await client.query(`SELECT obj_description(oid, 'pg_namespace') AS c FROM pg_namespace WHERE nspname = $1`, [schema]);
+  if (comment.rows[0]?.c !== signature(rows)) return false;
+  const counts = await client.query(`SELECT (SELECT count(*) FROM "${schema}".users)::int AS u, (SELECT count(*) FROM "${schema}".posts)::int AS p`);
+  return counts.rows[0].u === USER_COUNT && counts.rows[0].p === rows;
+}
+
+/** Removes what a run wrote (creates, uploads), so the data set is the seed again. */
+export async function removeBenchWrites(url: string, schema: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (exists.rowCount === 0) return 0;
+    const table = await client.query(`SELECT to_regclass($1) AS t`, [`"${schema}".posts`]);
+    if (table.rows[0].t === null) return 0;
+    const deleted = await client.query(`DELETE FROM "${schema}".posts WHERE title LIKE $1`, [`${WRITE_MARKER}%`]);
+    if ((deleted.rowCount ?? 0) > 0) await client.query(`VACUUM ANALYZE "${schema}".posts`);
+    return deleted.rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Makes sure `rb_bench_<rows>` holds the seed (rebuilding it when asked or when it does not). */
+export async function ensureSeeded(options: { url: string; rows: number; reseed: boolean; dataDir: string }): Promise<SeedReport> {
+  const schema = benchSchema(options.rows);
+  const started = Date.now();
+  await removeBenchWrites(options.url, schema);
+  const client = new pg.Client({ connectionString: options.url });
+  await client.connect();
+  try {
+    if (!options.reseed && (await isSeeded(client, schema, options.rows))) {
+      return { schema, seeded: false, seconds: (Date.now() - started) / 1000 };
+    }
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.query(`CREATE SCHEMA "${schema}"`);
+    await syncTables(options.url, schema, path.join(options.dataDir, 'seed'));
+    await seed(client, schema, options.rows);
+    return { schema, seeded: true, seconds: (Date.now() - started) / 1000 };
+  } finally {
+    await client.end();
+  }
+}
