@@ -1,4 +1,4 @@
-import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
 import { RecordStore, type RecordValues } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
 import { listFileNames, type RecordFiles } from '../files/record-files.js';
@@ -102,9 +102,11 @@ export class RecordService {
   }
 
   /**
-   * Creates a record. The create rule is checked against the new row inside the transaction, so
-   * a refused create leaves nothing behind (403). Uploads are written to storage before the
-   * transaction commits and removed if it does not.
+   * Creates a record. With a create rule, the rule is checked against the new row inside a
+   * transaction, so a refused create leaves nothing behind (403). Without one, the insert is a
+   * single statement and needs no BEGIN/COMMIT round trips (the relation check reads committed
+   * rows either way, so a transaction would not protect it). Uploads are written to storage
+   * before the record is committed and removed if it is not.
    */
   async create(collection: CollectionSchema, input: WriteInput, caller: Caller): Promise<RecordValues> {
     const { staged, errors } = stageUploads(collection, input.uploads ?? []);
@@ -116,19 +118,22 @@ export class RecordService {
         const ruleWhere = this.rule(collection, 'create', caller);
         const id = this.chooseId(data.id);
         const values = this.validate(collection, { input: data, source: input.source, uploadedNames: namesOf(staged) }, errors);
-        return this.store.transaction(async (store) => {
+        const insert = async (store: RecordStore, options: { autocommit: boolean }) => {
           await this.checkRelations(store, collection, values);
           written = await this.options.files.write(collection, id, keptUploads(collection, values, staged));
+          committing = options.autocommit;
           const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
           if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
             throw new ForbiddenError('You are not allowed to create this record.');
           }
           committing = true;
           return created;
-        });
+        };
+        if (ruleWhere.length === 0) return insert(this.store, { autocommit: true });
+        return this.store.transaction((store) => insert(store, { autocommit: false }));
       });
     } catch (err) {
-      await this.discardUncommitted(written, committing);
+      await this.discardUncommitted(written, { committing, error: err });
       throw err;
     }
   }
@@ -166,7 +171,7 @@ export class RecordService {
         });
       });
     } catch (err) {
-      await this.discardUncommitted(written, committing);
+      await this.discardUncommitted(written, { committing, error: err });
       throw err;
     }
     await this.options.files.removeNames(collection, id, removed);
@@ -244,13 +249,15 @@ export class RecordService {
   }
 
   /**
-   * Removes the files of a write that failed. A failure during COMMIT itself (the connection lost
-   * mid-commit) leaves the outcome unknown: the row may be committed and reference these files,
-   * so they stay, and the sweep removes them later if no record holds them.
+   * Removes the files of a write that failed. A failure while the row was being committed (the
+   * connection lost during COMMIT, or during an autocommit INSERT) leaves the outcome unknown:
+   * the row may exist and reference these files, so they stay, and the sweep removes them later
+   * if no record holds them. A client error (a duplicate, say) proves nothing was committed.
    */
-  private async discardUncommitted(written: readonly string[], committing: boolean): Promise<void> {
+  private async discardUncommitted(written: readonly string[], outcome: { committing: boolean; error: unknown }): Promise<void> {
     if (written.length === 0) return;
-    if (committing) {
+    const refused = outcome.error instanceof RecordbaseError && outcome.error.status < 500;
+    if (outcome.committing && !refused) {
       this.options.files.keepUnknown(written);
       return;
     }
