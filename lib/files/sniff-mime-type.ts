@@ -402,3 +402,13 @@ export function lookupContentType(extension: string): string {
   const key = String(extension ?? '').replace(/^\./, '').toLowerCase();
   return Object.hasOwn(EXTENSION_TYPES, key) ? EXTENSION_TYPES[key]! : UNKNOWN_MIME_TYPE;
 }
+
+/**
+ * The Content-Type to serve a file name with: `lookupContentType` of its extension (after the last
+ * dot of the last path segment; a leading dot, as in `.htaccess`, starts a name, not an extension).
+ */
+export function lookupContentTypeOfName(fileName: string): string {
+  const base = String(fileName).slice(String(fileName).lastIndexOf('/') + 1);
+  const dot = base.lastIndexOf('.');
+  return lookupContentType(dot > 0 ? base.slice(dot + 1) : '');
+}

@@ -4,7 +4,7 @@ import { extractToken } from '../auth/extract-token.js';
 import type { FileTokens } from '../auth/file-token.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { buildFileKey } from '../files/file-names.js';
-import { lookupContentType } from '../files/sniff-mime-type.js';
+import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { Storage } from '../files/storage.js';
 import type { ThumbnailCache } from '../files/thumbnail-cache.js';
 import { isThumbnailable, parseThumbnailRequest } from '../files/thumbnail-spec.js';
@@ -89,7 +89,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
     const download = wantsDownload(req);
     // Once headers are out, a storage failure can only cut the connection; the log says why.
     const onBodyError = (err: unknown) => options.logger.error(`${req.method} ${req.originalUrl}: storage failed mid-download`, err);
-    const mimeType = lookupContentType(name.includes('.') ? name.slice(name.lastIndexOf('.') + 1) : '');
+    const mimeType = lookupContentTypeOfName(name);
     if (spec && isThumbnailable(mimeType)) {
       const thumb = await thumbnails.get({ collectionId: collection.id, recordId, name, mimeType, spec });
       if (thumb) {
@@ -97,7 +97,8 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
         return;
       }
     }
-    await sendStoredFile(req, res, { storage, key: buildFileKey({ collectionId: collection.id, recordId, name }), fileName: name, download, cacheControl, onBodyError });
+    const key = buildFileKey({ collectionId: collection.id, recordId, name });
+    await sendStoredFile(req, res, { storage, key, fileName: name, contentType: mimeType, download, cacheControl, onBodyError });
   };
 
   const token: RequestHandler = async (req, res) => {

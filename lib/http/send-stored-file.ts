@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { NotFoundError, RecordbaseError } from '../errors.js';
-import { lookupContentType } from '../files/sniff-mime-type.js';
+import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { ByteRange, Storage, StoredObjectInfo } from '../files/storage.js';
 
 /** What `sendStoredFile` needs to answer one download. */
@@ -102,7 +102,7 @@ export async function sendStoredFile(req: Request, res: Response, options: SendS
   }
 
   const length = range ? range.end - range.start + 1 : size;
-  const contentType = options.contentType ?? lookupContentType(findExtension(options.fileName));
+  const contentType = options.contentType ?? lookupContentTypeOfName(options.fileName);
   const writeHeaders = (): void => {
     res.status(range ? 206 : 200);
     if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
@@ -234,12 +234,6 @@ function forgetCacheHeaders(res: Response): void {
   res.removeHeader('Cache-Control');
   res.removeHeader('ETag');
   res.removeHeader('Last-Modified');
-}
-
-function findExtension(fileName: string): string {
-  const base = String(fileName).slice(String(fileName).lastIndexOf('/') + 1);
-  const dot = base.lastIndexOf('.');
-  return dot > 0 ? base.slice(dot + 1) : '';
 }
 
 /** Whether a type may be shown inline (DESIGN 10): raster images, audio, video and pdf. */
