@@ -5,16 +5,15 @@ import { buildFileKey, buildRecordPrefix, buildThumbnailPrefix } from './file-na
 import type { StagedUpload } from './stage-uploads.js';
 import type { Storage } from './storage.js';
 
+/** The file names one file field's value holds: a name, a list of names, or nothing. */
+export function listFieldFileNames(value: unknown): string[] {
+  return (Array.isArray(value) ? value : [value]).filter((name): name is string => typeof name === 'string' && name !== '');
+}
+
 /** Every file name a record's file fields hold. */
 export function listFileNames(collection: CollectionSchema, values: RecordValues | undefined): string[] {
   if (!values) return [];
-  const names: string[] = [];
-  for (const field of collection.fields) {
-    if (field.type !== 'file') continue;
-    const value = values[field.name];
-    for (const name of Array.isArray(value) ? value : [value]) if (typeof name === 'string' && name !== '') names.push(name);
-  }
-  return names;
+  return collection.fields.filter((field) => field.type === 'file').flatMap((field) => listFieldFileNames(values[field.name]));
 }
 
 /**

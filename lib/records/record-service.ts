@@ -1,11 +1,12 @@
 import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
 import { RecordStore, type RecordValues } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
-import { listFileNames, type RecordFiles } from '../files/record-files.js';
+import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
 import { joinUploadNames, stageUploads, type StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { FileFieldDefinition } from '../schema/definitions.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, negateConditions } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
@@ -227,9 +228,9 @@ export class RecordService {
       const notFound = () => new NotFoundError("The requested file wasn't found.", 'file_not_found');
       if (!isRecordId(options.id)) throw notFound();
       const record = await this.store.selectById({ collection, id: options.id });
-      const field = record && collection.fields.find((f) => f.type === 'file' && listFileNames(collection, { [f.name]: record[f.name] }).includes(options.name));
+      const field = record && collection.fields.find((f) => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
       if (!record || !field) throw notFound();
-      if (!field.definition || !('protected' in field.definition) || field.definition.protected !== true) return { record, field };
+      if ((field.definition as FileFieldDefinition).protected !== true) return { record, field };
       const caller = await options.caller();
       if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
       if (isSuperuser(caller)) return { record, field };
@@ -267,14 +268,15 @@ export class RecordService {
   /** Validates, reporting the uploads' own 422s (size, type) together with every other field's. */
   private validate(collection: CollectionSchema, options: ValidateOptions, fileErrors: Record<string, FieldError>): RecordValues {
     const hasFileErrors = Object.keys(fileErrors).length > 0;
+    let values: RecordValues;
     try {
-      const values = this.validator(collection).validate(options);
-      if (hasFileErrors) throw new ValidationError(fileErrors);
-      return values;
+      values = this.validator(collection).validate(options);
     } catch (err) {
-      if (err instanceof ValidationError && hasFileErrors && err.data !== fileErrors) throw new ValidationError({ ...err.data, ...fileErrors });
+      if (err instanceof ValidationError && hasFileErrors) throw new ValidationError({ ...err.data, ...fileErrors });
       throw err;
     }
+    if (hasFileErrors) throw new ValidationError(fileErrors);
+    return values;
   }
 
   private chooseId(requested: unknown): string {
