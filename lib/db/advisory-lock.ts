@@ -1,35 +1,4 @@
 import type { Knex } from 'knex';
-import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
-import { quoteIdent as q } from '../query/sql-fragment.js';
-
-/**
- * The file names each of `recordIds` holds in its file fields, read in one statement (`id =
- * ANY(?)`, so a batch of hundreds of ids costs one round trip and one bound parameter). An id
- * that is not a key of the result has no record: the cleanup sweep treats every file under it as
- * unreferenced. A record without files maps to an empty set.
- *
- * Reads single file fields (text, `''` when empty) and multi file fields (jsonb arrays) alike;
- * the caller passes the collection so that only its declared file fields count.
- */
-export async function selectReferencedFileNames(
-  db: Knex | Knex.Transaction,
-  options: { collection: CollectionSchema; recordIds: readonly string[] },
-): Promise<Map<string, Set<string>>> {
-  const references = new Map<string, Set<string>>();
-  if (options.recordIds.length === 0) return references;
-  const fileFields = options.collection.fields.filter((field) => field.type === 'file');
-  const columns = ['id', ...fileFields.map((field) => field.column)].map(q).join(', ');
-  const result: { rows: Record<string, unknown>[] } = await db.raw(
-    `SELECT ${columns} FROM ${q(options.collection.table)} WHERE "id" = ANY(?::text[])`,
-    [[...new Set(options.recordIds)]],
-  );
-  for (const row of result.rows) {
-    const names = new Set<string>();
-    for (const field of fileFields) for (const name of readFileNames(field, row[field.column])) names.add(name);
-    references.set(String(row.id), names);
-  }
-  return references;
-}
 
 /**
  * Takes the transaction-scoped advisory lock `key` if nobody holds it, without waiting. The lock
@@ -86,15 +55,4 @@ export async function runWithTryAdvisoryLock<T>(
   } finally {
     await database.raw('SELECT pg_advisory_unlock(?::bigint)', [key]).catch(() => undefined);
   }
-}
-
-/** The names one file column holds: a non-empty string (single), or the strings of a jsonb array (multi). */
-function readFileNames(field: FieldSchema, raw: unknown): string[] {
-  if (raw === null || raw === undefined || raw === '') return [];
-  if (field.storage === 'array') {
-    // Drivers hand jsonb over parsed; a string still means JSON text (a driver configured otherwise).
-    const value: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
-    return Array.isArray(value) ? value.filter((name): name is string => typeof name === 'string' && name !== '') : [];
-  }
-  return typeof raw === 'string' ? [raw] : [];
 }

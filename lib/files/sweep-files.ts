@@ -1,9 +1,11 @@
 import type { Knex } from 'knex';
-import { runWithTryAdvisoryLock, selectReferencedFileNames } from '../db/file-references.js';
+import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
+import { RecordStore } from '../db/record-store.js';
 import type { Logger } from '../http/logger.js';
 import { isRecordId } from '../records/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isStoredFileName } from './file-names.js';
+import { listFileNames } from './record-files.js';
 import type { Storage, StoredObject } from './storage.js';
 
 /**
@@ -169,6 +171,20 @@ export function startFileSweeper(options: FileSweeperOptions): FileSweeper {
 }
 
 /** A key the sweep understands: a stored file, or one of its thumbnails. */
+/**
+ * The file names each of `recordIds` holds in its file fields, in one query per batch. An id that
+ * is not a key of the result has no record: every file under it is unreferenced. A record without
+ * files maps to an empty set. Rows are read by the record store, the one place that knows how the
+ * driver returns single (text) and multi (jsonb) file columns.
+ */
+export async function selectReferencedFileNames(
+  db: Knex | Knex.Transaction,
+  options: { collection: CollectionSchema; recordIds: readonly string[] },
+): Promise<Map<string, Set<string>>> {
+  const records = await new RecordStore(db).selectByIds({ collection: options.collection, ids: [...new Set(options.recordIds)] });
+  return new Map(records.map((record) => [String(record.id), new Set(listFileNames(options.collection, record))]));
+}
+
 interface ParsedFileKey {
   collection: CollectionSchema;
   recordId: string;
