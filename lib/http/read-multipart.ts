@@ -30,10 +30,23 @@ export interface MultipartReaderOptions {
 const MAX_PARTS = 2000;
 const MAX_FIELD_NAME_BYTES = 200;
 const JSON_PAYLOAD = '@jsonPayload';
+/** How long a failed request waits for its spool writes to end before removing them anyway. */
+const SPOOL_SETTLE_MS = 10_000;
 
 /** A file part while multer handles it; `spool` is what our engine adds. */
 interface SpooledFile extends Express.Multer.File {
   spool?: { path: string; size: number; mimeType: string };
+}
+
+/** The multer engine, plus what multer cannot do for us: wait for every spool of a failed request before removing them. */
+interface SpoolEngine extends StorageEngine {
+  /**
+   * Waits until every spool write of `req` has ended, then removes all of them. multer answers an
+   * aborted body as soon as its bookkeeping allows, while a spool write may still be closing (or
+   * multer may still remove a late one in the background): without the wait, the error response
+   * could reach the client before its temporary files are gone.
+   */
+  removeAll(req: Request): Promise<void>;
 }
 
 /** Marks a failure of our own temp-file writing, which is the server's problem (500), unlike a malformed body. */
@@ -45,10 +58,19 @@ class SpoolError extends Error {}
  * id and validation be settled before anything reaches the real storage, and means a client that
  * disconnects mid-upload leaves nothing in it.
  */
-function createSpoolEngine(tempDir: string): StorageEngine {
+function createSpoolEngine(tempDir: string): SpoolEngine {
+  /** Every spool file of a request, with the moment its write ended (success or failure). */
+  const spoolsOf = new WeakMap<object, { path: string; ended: Promise<void> }[]>();
   return {
-    _handleFile(_req, file, callback) {
+    _handleFile(req, file, callback) {
       const target = path.join(tempDir, `upload-${randomBytes(12).toString('hex')}`);
+      let markEnded!: () => void;
+      const ended = new Promise<void>((resolve) => (markEnded = resolve));
+      spoolsOf.set(req, [...(spoolsOf.get(req) ?? []), { path: target, ended }]);
+      const finish: typeof callback = (err, info) => {
+        markEnded();
+        callback(err, info);
+      };
       const head: Buffer[] = [];
       let headLength = 0;
       let size = 0;
@@ -66,14 +88,14 @@ function createSpoolEngine(tempDir: string): StorageEngine {
         () => {
           pipeline(file.stream, watch, createWriteStream(target, { flags: 'wx', mode: 0o600 }), (err) => {
             if (err) {
-              void fs.rm(target, { force: true }).finally(() => callback(err instanceof RecordbaseError || isClientStreamError(err) ? err : new SpoolError(err.message, { cause: err })));
+              void fs.rm(target, { force: true }).finally(() => finish(err instanceof RecordbaseError || isClientStreamError(err) ? err : new SpoolError(err.message, { cause: err })));
               return;
             }
             const spool = { path: target, size, mimeType: sniffMimeType(Buffer.concat(head)) };
-            callback(null, { spool, size } as Partial<SpooledFile>);
+            finish(null, { spool, size } as Partial<SpooledFile>);
           });
         },
-        (err: Error) => callback(new SpoolError(err.message, { cause: err })),
+        (err: Error) => finish(new SpoolError(err.message, { cause: err })),
       );
     },
     _removeFile(_req, file, callback) {
@@ -83,6 +105,16 @@ function createSpoolEngine(tempDir: string): StorageEngine {
         () => callback(null),
         (err: Error) => callback(err),
       );
+    },
+    async removeAll(req) {
+      const spools = spoolsOf.get(req) ?? [];
+      // Bounded, so that a stream nobody ends can never hang the error answer; a spool it misses is
+      // removed at the next start (removeStaleSpools).
+      let timer: NodeJS.Timeout | undefined;
+      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, SPOOL_SETTLE_MS).unref()));
+      await Promise.race([Promise.all(spools.map((spool) => spool.ended)), giveUp]);
+      clearTimeout(timer);
+      await Promise.all(spools.map((spool) => fs.rm(spool.path, { force: true }).catch(() => undefined)));
     },
   };
 }
@@ -179,8 +211,9 @@ export async function removeStaleSpools(tempDir: string, now = Date.now()): Prom
  * with every spooled file removed; a malformed body is a 400.
  */
 export function createMultipartReader(options: MultipartReaderOptions): (req: Request, res: Response) => Promise<MultipartBody> {
+  const engine = createSpoolEngine(options.tempDir);
   const upload = multer({
-    storage: createSpoolEngine(options.tempDir),
+    storage: engine,
     // Browsers and the SDK send file names as raw UTF-8 bytes; busboy would read them as latin1.
     defParamCharset: 'utf8',
     limits: {
@@ -215,7 +248,7 @@ export function createMultipartReader(options: MultipartReaderOptions): (req: Re
     try {
       await new Promise<void>((resolve, reject) => upload(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     } catch (err) {
-      await removeSpools((req.files as SpooledFile[] | undefined) ?? []);
+      await engine.removeAll(req);
       throw translateMultipartError(err);
     }
     const files = (req.files as SpooledFile[] | undefined) ?? [];
