@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { isRecordId } from '../records/record-id.js';
+import { lookupExtension } from './sniff-mime-type.js';
 import { InvalidStorageKeyError } from './storage.js';
 
 /** Longest sanitised stem (DESIGN 5): long enough to recognise a file, short enough for any filesystem. */
@@ -35,9 +36,11 @@ const TRANSLITERATIONS: Record<string, string> = {
  * and the extension. `Ünïcödé file (1).JPG` -> `unicode_file_1_k3j9x0q2ab.jpg`.
  *
  * The extension is kept as the client wrote it (lower-cased): it decides nothing, because the
- * upload checks the sniffed type and serving sends non-media as attachments with `nosniff`.
+ * upload checks the sniffed type and serving sends non-media as attachments with `nosniff`. A name
+ * without one (the SDK names a bare Blob `blob`) gets the usual extension of `sniffedType`, as
+ * PocketBase does, so that it is served with its type and can have thumbnails.
  */
-export function createStoredFileName(originalName: string): string {
+export function createStoredFileName(originalName: string, sniffedType?: string): string {
   const base = String(originalName ?? '').split(/[/\\]/).pop() ?? '';
   const dot = base.lastIndexOf('.');
   let stem = base;
@@ -49,6 +52,7 @@ export function createStoredFileName(originalName: string): string {
       extension = candidate;
     }
   }
+  if (extension === '' && sniffedType !== undefined) extension = lookupExtension(sniffedType) ?? '';
   const safeStem = normalizeStem(stem) || 'file';
   return `${safeStem}_${generateSuffix()}${extension ? `.${extension}` : ''}`;
 }

@@ -403,6 +403,23 @@ export function lookupContentType(extension: string): string {
   return Object.hasOwn(EXTENSION_TYPES, key) ? EXTENSION_TYPES[key]! : UNKNOWN_MIME_TYPE;
 }
 
+/** The usual extension of each type we serve by extension: the first one the table lists for it. */
+const TYPE_EXTENSIONS: ReadonlyMap<string, string> = new Map(
+  Object.entries(EXTENSION_TYPES)
+    .reverse()
+    .map(([extension, type]) => [type, extension] as const),
+);
+
+/**
+ * The extension a file of `mimeType` is usually stored with (`image/png` -> `png`), or undefined
+ * for a type the table does not know (`application/octet-stream` among them): an upload whose name
+ * has no extension (a bare Blob is named `blob`) gets one from its sniffed type, so that it is
+ * served with the right Content-Type and can have thumbnails.
+ */
+export function lookupExtension(mimeType: string): string | undefined {
+  return TYPE_EXTENSIONS.get(mimeType);
+}
+
 /**
  * The Content-Type to serve a file name with: `lookupContentType` of its extension (after the last
  * dot of the last path segment; a leading dot, as in `.htaccess`, starts a name, not an extension).

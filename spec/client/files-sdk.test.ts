@@ -13,7 +13,8 @@ const SETUP_TIMEOUT = 240_000;
 const APP_START_TIMEOUT = 90_000;
 const THUMB_TIMEOUT = 120_000;
 
-const BLOB_NAME = /^blob_[a-z0-9]{10}$/;
+/** A bare Blob is named `blob` by the SDK; its extension comes from the sniffed type (here text). */
+const BLOB_NAME = /^blob_[a-z0-9]{10}\.txt$/;
 
 /** The bytes behind a URL the SDK built, fetched as a browser would follow it. */
 async function fetchBytes(url: string): Promise<{ status: number; type: string | null; bytes: Buffer }> {
@@ -144,6 +145,18 @@ describe.each(testEngines())('files through the pocketbase SDK against %s', (eng
       const doc = await fetchBytes(guest.files.getURL(record, record.docs[1], { download: true }));
       expect(doc.status).toBe(200);
       expect(doc.bytes.toString()).toBe('b');
+    }, THUMB_TIMEOUT);
+
+    test('a bare Blob (what canvas.toBlob gives) gets the extension of its bytes: served as an image, with thumbnails', async () => {
+      const record = await guest.collection('albums').create({ title: 'canvas', cover: new Blob([png]) });
+      expect(record.cover).toMatch(/^blob_[a-z0-9]{10}\.png$/);
+      const original = await fetchBytes(guest.files.getURL(record, record.cover));
+      expect(original.status).toBe(200);
+      expect(original.type).toBe('image/png');
+      const small = await fetchBytes(guest.files.getURL(record, record.cover, { thumb: '50x40' }));
+      expect(small.status).toBe(200);
+      const { bitmap } = await Jimp.fromBuffer(small.bytes);
+      expect([bitmap.width, bitmap.height]).toEqual([50, 40]);
     }, THUMB_TIMEOUT);
 
     test('getToken as the owner opens a protected file; without a token the fetch is 401', async () => {

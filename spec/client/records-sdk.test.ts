@@ -620,13 +620,13 @@ describe.each(testEngines())('the pocketbase SDK against %s', (engine) => {
         note: null,
         day: new Date('2024-05-01T10:00:00.000Z'),
       });
-      expect(created.doc).toMatch(/^blob_[a-z0-9]{10}$/);
+      expect(created.doc).toMatch(/^blob_[a-z0-9]{10}\.txt$/);
       expect(created).toMatchObject({ tags: ['a', 'c'], flag: false, meta: { nested: [1, 'two'] }, note: '', day: '2024-05-01 10:00:00.000Z' });
       const firstUrl = guest.files.getURL(created, created.doc);
       expect(await (await fetch(firstUrl)).text()).toBe('hello');
 
       const updated = await guest.collection('uploads').update(created.id, { doc: new Blob(['bye']), tags: ['b'] });
-      expect(updated.doc).toMatch(/^blob_[a-z0-9]{10}$/);
+      expect(updated.doc).toMatch(/^blob_[a-z0-9]{10}\.txt$/);
       expect(updated.doc).not.toBe(created.doc);
       expect(updated.tags).toEqual(['b']);
       expect(await (await fetch(guest.files.getURL(updated, updated.doc))).text()).toBe('bye');
