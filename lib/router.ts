@@ -9,6 +9,7 @@ import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool } from './files/thumbnail-pool.js';
+import { createApiFallbackRoutes } from './http/api-fallback-routes.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
 import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
@@ -16,7 +17,7 @@ import { createRecordsRoutes } from './http/records-routes.js';
 import { resolveOptions, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
 import { RecordService } from './records/record-service.js';
-import { buildSchemaRegistry } from './schema/collection-schema.js';
+import { compileCollections } from './records/compile-collections.js';
 
 /** The router returned by createRecordsRouter: mount it anywhere, await `ready`, `close()` at shutdown. */
 export interface RecordsRouter extends Router {
@@ -33,7 +34,8 @@ export interface RecordsRouter extends Router {
  */
 export function createRecordsRouter(options: RecordsRouterOptions): RecordsRouter {
   const resolved = resolveOptions(options);
-  const registry = buildSchemaRegistry(resolved.collections);
+  const compiled = compileCollections(resolved.collections);
+  const registry = compiled.registry;
   const logger = resolved.logger;
   const ownsDatabase = resolved.database === undefined;
   let database: Knex | undefined = resolved.database;
@@ -49,13 +51,14 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     const fileTokens = createFileTokens({ secret: await loadFileTokenSecret({ secret: resolved.fileTokenSecret, dataDir: resolved.dataDir }) });
     await removeStaleSpools(resolved.uploadTempDir);
     const store = new RecordStore(database);
-    const records = new RecordService(registry, store, { files: new RecordFiles(storage, logger), multipartUpdate: resolved.multipartUpdate });
+    const records = new RecordService(compiled, store, { files: new RecordFiles(storage, logger), multipartUpdate: resolved.multipartUpdate });
     const combined = express.Router();
     combined.use(
       createRecordsRoutes({
         records,
         presenter: new RecordPresenter(registry, store),
         auth: resolved.auth,
+        logger,
         maxBodySize: resolved.limits.maxBodySize,
         maxPerPage: resolved.limits.maxPerPage,
         readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
@@ -71,6 +74,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         logger,
       }),
     );
+    combined.use(createApiFallbackRoutes());
     routes = combined;
     if (resolved.fileSweep) sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   })();

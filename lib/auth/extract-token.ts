@@ -1,5 +1,22 @@
 import type { Request } from 'express';
 
+/**
+ * Where a route looks for the caller's token (docs/configuration.md, "Tokens"). Record routes
+ * read only the `Authorization` header: a cookie there would let any site make a logged-in
+ * user's browser write records (a multipart POST is a CORS simple request). File downloads also
+ * read the `pb_session` cookie and `?token=`, which is what lets an `<img>` or a link load a
+ * protected file.
+ */
+export interface TokenSources {
+  cookie: boolean;
+  query: boolean;
+}
+
+/** Record routes and the file-token endpoint: the `Authorization` header only. */
+export const HEADER_ONLY: TokenSources = { cookie: false, query: false };
+/** File downloads: the header, then the `pb_session` cookie, then `?token=`. */
+export const DOWNLOAD_SOURCES: TokenSources = { cookie: true, query: true };
+
 /** Reads one cookie without a parser dependency; the value is URI-decoded when it can be. */
 function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
@@ -17,16 +34,17 @@ function readCookie(header: string | undefined, name: string): string | undefine
 }
 
 /**
- * The caller's token (DESIGN.md section 6): `Authorization: Bearer <t>` or the raw header the
- * pocketbase SDK sends, then the `pb_session` cookie, then, where `allowQuery` (file routes
- * only, so tokens stay out of API URLs), `?token=`. Empty when none.
+ * The caller's token: `Authorization: Bearer <t>` or the raw header the pocketbase SDK sends,
+ * then, where `sources` allow, the `pb_session` cookie and `?token=`. Empty when none.
  */
-export function extractToken(req: Request, options: { allowQuery: boolean }): string {
+export function extractToken(req: Request, sources: TokenSources): string {
   const header = req.headers.authorization?.trim();
   if (header) return /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : header;
-  const cookie = readCookie(req.headers.cookie, 'pb_session');
-  if (cookie) return cookie;
-  if (options.allowQuery) {
+  if (sources.cookie) {
+    const cookie = readCookie(req.headers.cookie, 'pb_session');
+    if (cookie) return cookie;
+  }
+  if (sources.query) {
     const token = req.query.token;
     if (typeof token === 'string' && token !== '') return token;
   }

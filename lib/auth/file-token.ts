@@ -33,23 +33,24 @@ export interface FileTokensOptions {
 }
 
 const PREFIX = 'rbft.';
-/** Bound into every MAC, so a signature made with the same secret for anything else never passes. */
-const MAC_CONTEXT = 'recordbase-file-token:v1:';
-/** Largest identity JSON embedded as is; a bigger one would make URLs too long for proxies and browsers. */
-export const MAX_EMBEDDED_IDENTITY_BYTES = 2048;
-/** Longer than any token `sign` makes (2 KiB identity, base64url, plus the signature); a cheap first reject. */
+/** Bound into every MAC, so a signature made with the same secret for anything else (or an older token format) never passes. */
+const MAC_CONTEXT = 'recordbase-file-token:v2:';
+/** Longer than any token `sign` makes (an id, a flag and an expiry, base64url, plus the signature); a cheap first reject. */
 const MAX_TOKEN_LENGTH = 4096;
+/** Longest identity id a token carries; longer ids (not ours to limit elsewhere) cannot get a file token. */
+const MAX_ID_LENGTH = 1024;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Creates the signer and checker of file tokens: `rbft.<base64url payload>.<base64url HMAC-SHA256>`,
- * the payload being `{"v":1,"exp":<unix seconds>,"identity":{...}}`.
+ * the payload being `{"v":2,"exp":<unix seconds>,"sub":"<identity id>"}` plus `"su":true` for a
+ * superuser.
  *
- * The identity travels inside the token, so rules reading `@request.auth.<field>` behave as they
- * do for the caller's own token. If its JSON is over 2 KiB (or cannot be serialised), only
- * `{id, superuser}` is embedded: rules on other auth fields then see them as empty for file
- * downloads made with such a token. A token is valid for `ttlSeconds` at most (slightly less when
- * signed mid-second: `exp` is counted in whole seconds).
+ * A token carries only the identity's id, its superuser flag and the expiry: it ends up in URLs,
+ * logs and Referer headers, so whatever else `auth()` returned (emails, roles, session data) must
+ * not travel in it. A view rule that reads other `@request.auth.<field>` values sees them empty
+ * for a download made with a file token (docs/protected-files.md). A token is valid for
+ * `ttlSeconds` at most (slightly less when signed mid-second: `exp` is counted in whole seconds).
  */
 export function createFileTokens(options: FileTokensOptions): FileTokens {
   const secret = typeof options?.secret === 'string' ? Buffer.from(options.secret, 'utf8') : options?.secret;
@@ -65,11 +66,12 @@ export function createFileTokens(options: FileTokensOptions): FileTokens {
 
   return {
     sign(identity: Identity, now = Date.now()): string {
-      if (!identity || typeof identity.id !== 'string' || identity.id === '') {
-        throw new TypeError('FileTokens.sign: the identity needs a non-empty string `id`');
+      if (!identity || typeof identity.id !== 'string' || identity.id === '' || identity.id.length > MAX_ID_LENGTH) {
+        throw new TypeError(`FileTokens.sign: the identity needs a non-empty string \`id\` of at most ${MAX_ID_LENGTH} characters`);
       }
       const exp = Math.floor(now / 1000) + ttlSeconds;
-      const payload = Buffer.from(JSON.stringify({ v: 1, exp, identity: trimIdentity(identity) }), 'utf8').toString('base64url');
+      const claims = identity.superuser === true ? { v: 2, exp, sub: identity.id, su: true } : { v: 2, exp, sub: identity.id };
+      const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
       return `${PREFIX}${payload}.${signPayload(payload)}`;
     },
 
@@ -97,24 +99,12 @@ export function createFileTokens(options: FileTokensOptions): FileTokens {
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     // Only a payload we signed gets parsed.
     const body: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-    if (!isPlainObject(body) || body.v !== 1) return null;
-    const { exp, identity } = body;
+    if (!isPlainObject(body) || body.v !== 2) return null;
+    const { exp, sub, su } = body;
     if (typeof exp !== 'number' || !Number.isSafeInteger(exp) || !Number.isFinite(now) || now >= exp * 1000) return null;
-    if (!isPlainObject(identity) || typeof identity.id !== 'string' || identity.id === '') return null;
-    return identity as Identity;
+    if (typeof sub !== 'string' || sub === '') return null;
+    return su === true ? { id: sub, superuser: true } : { id: sub };
   }
-}
-
-/** The identity as embedded: whole when its JSON fits in 2 KiB, else only what rules need most. */
-function trimIdentity(identity: Identity): Identity {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(identity);
-  } catch {
-    json = undefined; // cycles, BigInt: fall back to the essentials
-  }
-  if (json !== undefined && Buffer.byteLength(json, 'utf8') <= MAX_EMBEDDED_IDENTITY_BYTES) return identity;
-  return typeof identity.superuser === 'boolean' ? { id: identity.id, superuser: identity.superuser } : { id: identity.id };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,6 +1,7 @@
 import type { FieldError } from '../errors.js';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
 import type { FileFieldDefinition } from '../schema/definitions.js';
+import { parseModifierKey } from '../schema/field-modifiers.js';
 import { createStoredFileName } from './file-names.js';
 import type { Upload } from './upload.js';
 
@@ -24,17 +25,10 @@ export interface StagedUploads {
 
 /** The file field a part name targets, with its operation; undefined for anything else (ignored, as PocketBase does). */
 function resolveTarget(collection: CollectionSchema, partName: string): { field: FieldSchema; operation: UploadOperation } | undefined {
-  let name = partName;
-  let operation: UploadOperation = 'set';
-  if (name.endsWith('+')) {
-    name = name.slice(0, -1);
-    operation = 'append';
-  } else if (name.startsWith('+')) {
-    name = name.slice(1);
-    operation = 'prepend';
-  }
-  const field = collection.fields.find((f) => f.name === name);
-  return field?.type === 'file' ? { field, operation } : undefined;
+  const { name, kind } = parseModifierKey(partName);
+  const field = collection.field(name);
+  if (field?.type !== 'file' || kind === 'remove') return undefined;
+  return { field, operation: kind };
 }
 
 /** The field's own limits: size and MIME type (sniffed); null when the upload passes them. */
@@ -68,33 +62,7 @@ export function stageUploads(collection: CollectionSchema, uploads: readonly Upl
       errors[target.field.name] ??= failure;
       continue;
     }
-    staged.push({ upload, field: target.field, operation: target.operation, name: createStoredFileName(upload.originalName) });
+    staged.push({ upload, field: target.field, operation: target.operation, name: createStoredFileName(upload.originalName, upload.mimeType) });
   }
   return { staged, errors };
-}
-
-/** A text value sent for a file field as a list of names: `''`/null clear, a string is one name. */
-function readNames(value: unknown): unknown[] {
-  if (value === undefined || value === null || value === '') return [];
-  return Array.isArray(value) ? value : [value];
-}
-
-/**
- * The body with the staged uploads' names joined to their fields, ready for the validator: `docs`
- * becomes the names resent as text followed by the new ones (interface 4.7: only what is sent
- * stays), `docs+` / `+docs` gain the new names at their end / start. A single file field with
- * exactly one name gets it as a string, so an upload simply replaces the old file.
- */
-export function joinUploadNames(data: Record<string, unknown>, staged: readonly StagedUpload[]): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...data };
-  const keyOf = (upload: StagedUpload) => (upload.operation === 'append' ? `${upload.field.name}+` : upload.operation === 'prepend' ? `+${upload.field.name}` : upload.field.name);
-  const groups = new Map<string, StagedUpload[]>();
-  for (const upload of staged) groups.set(keyOf(upload), [...(groups.get(keyOf(upload)) ?? []), upload]);
-  for (const [key, uploads] of groups) {
-    const sent = readNames(data[key]);
-    const added = uploads.map((u) => u.name);
-    const names = uploads[0]!.operation === 'prepend' ? [...added, ...sent] : [...sent, ...added];
-    out[key] = !uploads[0]!.field.multiple && names.length === 1 ? names[0] : names;
-  }
-  return out;
 }

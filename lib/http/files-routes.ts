@@ -1,8 +1,8 @@
 import express, { type Request, type RequestHandler, type Router } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
-import { extractToken } from '../auth/extract-token.js';
+import { DOWNLOAD_SOURCES, extractToken, HEADER_ONLY } from '../auth/extract-token.js';
 import type { FileTokens } from '../auth/file-token.js';
-import { NotFoundError, UnauthorizedError } from '../errors.js';
+import { UnauthorizedError } from '../errors.js';
 import { buildFileKey } from '../files/file-names.js';
 import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { Storage } from '../files/storage.js';
@@ -13,7 +13,7 @@ import type { RecordService } from '../records/record-service.js';
 import type { FileFieldDefinition } from '../schema/definitions.js';
 import type { Logger } from './logger.js';
 import { readQueryParam } from './parse-list-query.js';
-import { resolveCaller } from './resolve-caller.js';
+import { createCallerResolver, describeRequest } from './resolve-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
 
 /** What the file routes need from the router. */
@@ -53,20 +53,21 @@ function hasFlag(req: Request, name: string): boolean {
 export function createFilesRoutes(options: FilesRoutesOptions): Router {
   const { records, storage, thumbnails, fileTokens } = options;
   const router = express.Router();
+  const resolveDownloadCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: DOWNLOAD_SOURCES });
+  const resolveApiCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
 
   /**
    * Who is downloading, resolved only for protected files (a public download never calls the
    * host's auth()). A file token is checked here; any other token goes to auth().
    */
   async function resolveFileCaller(req: Request): Promise<Caller> {
-    const token = extractToken(req, { allowQuery: true });
+    const token = extractToken(req, DOWNLOAD_SOURCES);
     if (token !== '' && fileTokens.isFileToken(token)) {
       const identity = fileTokens.verify(token);
       if (!identity) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
-      const guest = await resolveCaller(req, { allowQueryToken: false, auth: undefined });
-      return { request: { ...guest.request, auth: identity } };
+      return describeRequest(req, identity);
     }
-    return resolveCaller(req, { auth: options.auth, allowQueryToken: true });
+    return resolveDownloadCaller(req);
   }
 
   const download: RequestHandler = async (req, res) => {
@@ -102,7 +103,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
   };
 
   const token: RequestHandler = async (req, res) => {
-    const caller = await resolveCaller(req, { auth: options.auth });
+    const caller = await resolveApiCaller(req);
     if (!caller.request.auth) throw new UnauthorizedError('A file token needs an authenticated caller.', 'unauthorized');
     res.json({ token: fileTokens.sign(caller.request.auth) });
   };
@@ -110,8 +111,5 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
   router.get('/api/files/:collection/:recordId/:filename', download);
   router.head('/api/files/:collection/:recordId/:filename', download);
   router.post('/api/files/token', token);
-  router.use('/api/files', () => {
-    throw new NotFoundError('The requested endpoint does not exist.', 'route_not_found');
-  });
   return router;
 }

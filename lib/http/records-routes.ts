@@ -1,20 +1,24 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import type { RecordService, WriteInput } from '../records/record-service.js';
-import type { RecordPresenter } from '../records/present-records.js';
+import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
 import type { RecordValues } from '../db/record-store.js';
 import type { Caller } from '../records/caller.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { MultipartBody } from './read-multipart.js';
-import { resolveCaller } from './resolve-caller.js';
+import type { Logger } from './logger.js';
+import { HEADER_ONLY } from '../auth/extract-token.js';
+import { createCallerResolver } from './resolve-caller.js';
 
 /** What the record routes need from the router. */
 export interface RecordsRoutesOptions {
   records: RecordService;
   presenter: RecordPresenter;
   auth?: AuthFunction;
+  /** Where a failing `auth()` is reported (it is the host's bug). */
+  logger: Logger;
   maxBodySize: number;
   maxPerPage: number;
   /** Reads a multipart body (lib/http/read-multipart.ts). */
@@ -42,8 +46,9 @@ function readJsonBody(req: Request): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-function shapeOf(req: Request): { fields?: string; expand?: string } {
-  return { fields: readQueryParam(req.query, 'fields'), expand: readQueryParam(req.query, 'expand') };
+/** The response shape a request asks for (`fields`, `expand`), parsed: a bad one is a 400 before anything runs. */
+function shapeOf(req: Request): ResponseShape {
+  return parseResponseShape({ fields: readQueryParam(req.query, 'fields'), expand: readQueryParam(req.query, 'expand') });
 }
 
 /**
@@ -52,22 +57,26 @@ function shapeOf(req: Request): { fields?: string; expand?: string } {
  */
 export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
   const { records, presenter } = options;
+  const resolveCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
   const router = express.Router();
   const json = express.json({ limit: options.maxBodySize, strict: false });
 
   const list: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
-    const caller = await resolveCaller(req, { auth: options.auth });
-    const result = await records.list(collection, parseListQuery(req.query, { maxPerPage: options.maxPerPage }), caller);
-    const items = await presenter.present({ collection, records: result.items, caller, ...shapeOf(req) });
+    const query = parseListQuery(req.query, { maxPerPage: options.maxPerPage });
+    const shape = shapeOf(req);
+    const caller = await resolveCaller(req);
+    const result = await records.list(collection, query, caller);
+    const items = await presenter.present({ collection, records: result.items, caller, shape });
     res.json({ page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items });
   };
 
   const view: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
-    const caller = await resolveCaller(req, { auth: options.auth });
+    const shape = shapeOf(req);
+    const caller = await resolveCaller(req);
     const record = await records.view(collection, req.params.id as string, caller);
-    res.json((await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0]);
+    res.json((await presenter.present({ collection, records: [record], caller, shape }))[0]);
   };
 
   /**
@@ -77,15 +86,16 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
    */
   async function write(req: Request, res: Response, run: (collection: CollectionSchema, input: WriteInput, caller: Caller) => Promise<RecordValues>) {
     const collection = records.collection(req.params.collection as string);
+    const shape = shapeOf(req);
     const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
     let response: unknown;
     try {
       const input: WriteInput = multipart
         ? { data: multipart.fields, source: 'multipart', uploads: multipart.uploads }
         : { data: readJsonBody(req), source: 'json' };
-      const caller = await resolveCaller(req, { auth: options.auth, body: input.data });
+      const caller = await resolveCaller(req);
       const record = await run(collection, input, caller);
-      response = (await presenter.present({ collection, records: [record], caller, ...shapeOf(req) }))[0];
+      response = (await presenter.present({ collection, records: [record], caller, shape }))[0];
     } finally {
       // Before answering, so that a client who sees the response sees no spool left either.
       await multipart?.discard();
@@ -98,14 +108,14 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
 
   const remove: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
-    const caller = await resolveCaller(req, { auth: options.auth });
+    const caller = await resolveCaller(req);
     await records.delete(collection, req.params.id as string, caller);
     res.status(204).end();
   };
 
   const removeMany: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
-    const caller = await resolveCaller(req, { auth: options.auth });
+    const caller = await resolveCaller(req);
     const result = await records.deleteMany(collection, readQueryParam(req.query, 'filter'), caller);
     res.json({ deleted: result.count });
   };
@@ -116,8 +126,5 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
   router.patch('/api/collections/:collection/records/:id', json, update);
   router.delete('/api/collections/:collection/records/:id', remove);
   router.delete('/api/collections/:collection/records', removeMany);
-  router.use('/api/collections', () => {
-    throw new NotFoundError('The requested endpoint does not exist.', 'route_not_found');
-  });
   return router;
 }

@@ -77,6 +77,9 @@ export async function sendStoredFile(req: Request, res: Response, options: SendS
   const validators = describeValidators(key, info);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Security-Policy', STORED_FILE_CSP);
+  // A file URL may carry `?token=`: a link followed from the file (a PDF, an HTML attachment opened
+  // inline by some browser) must not hand that URL to another site.
+  res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Accept-Ranges', 'bytes');
   res.setHeader('Cache-Control', options.cacheControl);
   res.setHeader('ETag', validators.etag);

@@ -1,16 +1,31 @@
 import type { CollectionSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
 import type { RequestInfo } from './request-info.js';
 import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
+import { findCollectionScopes } from './collection-scopes.js';
 import { createFilterError, quoteForMessage } from './filter-error.js';
-import { parseFilterCached } from './filter-parser.js';
-import { parseDateLiteral } from './date-literal.js';
-import { formatRecordDate } from '../schema/record-date.js';
+import { computeMacro, isMacroName } from './filter-macros.js';
+import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
+import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
+import { readRequestValue } from './request-values.js';
 import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
 import { bindValue, joinSql, quoteIdent, rawSql, sql, type BindCast, type SqlFragment } from './sql-fragment.js';
 
 /**
+ * Who a filter is compiled for, which decides what it may reach:
+ * - `rule`: a collection rule (the host's own text): hidden fields and `@collection.*` allowed,
+ *   relation hops see every row. A target's view rule is compiled in this mode too, which is what
+ *   bounds the recursion of target rules.
+ * - `superuser`: a superuser's filter or sort: the same reach as a rule.
+ * - `user`: anyone else's filter or sort: no hidden fields, no `@collection.*`, and every relation
+ *   hop (`author.email`, `comments_via_post.text`, ...) sees only the target's records that pass
+ *   its view rule for this request (a `null` view rule: none), so a filter cannot probe records
+ *   the caller may not view.
+ */
+export type FilterMode = 'rule' | 'superuser' | 'user';
+
+/**
  * Everything a filter may read besides its own text. The compiler stays pure: the HTTP layer
- * builds `request`, the record service picks `alias` and the permission flags.
+ * builds `request`, the record service picks `alias` and the mode.
  */
 export interface FilterContext {
   readonly registry: SchemaRegistry;
@@ -18,20 +33,7 @@ export interface FilterContext {
   /** SQL alias of the main table in the surrounding query (e.g. `r`). */
   readonly alias: string;
   readonly request: RequestInfo;
-  /** Superusers: hidden fields may be filtered on. */
-  readonly canSeeHidden?: boolean;
-  /** `@collection.*` allowed (rules, superusers). */
-  readonly allowCollectionRefs?: boolean;
-  /** Compiling a collection rule: implies both flags above, and never applies target rules. */
-  readonly isRule?: boolean;
-  /**
-   * Whether every relation hop (`author.email`, `comments_via_post.text`, ...) sees only the
-   * target collection's records that pass its view rule for this request (a `null` view rule:
-   * none). Default: on, unless `canSeeHidden` (superusers) or `isRule` (rules see everything).
-   * Always off in rule mode, which also bounds the recursion: a target's view rule is compiled
-   * in rule mode, so its own hops are not restricted further.
-   */
-  readonly applyTargetRules?: boolean;
+  readonly mode: FilterMode;
   /** The instant macros (`@now`, `@todayStart`, ...) are computed from; default: now. */
   readonly now?: Date;
 }
@@ -76,7 +78,7 @@ export function compileTargetViewRule(options: TargetRuleOptions & { target: Col
     collection: options.target,
     alias: options.alias,
     request: options.request,
-    isRule: true,
+    mode: 'rule',
     now: options.now,
   };
   return new FilterCompiler(context, options.aliases).compileRoot(parseFilterCached(rule));
@@ -102,6 +104,8 @@ interface ValueSide {
   readonly hint?: StorageKind;
   readonly pos: number;
   readonly label: string;
+  /** A guest's `@request.auth.*`: never matches a record field or path (see compileComparison). */
+  readonly guestAuth?: boolean;
 }
 
 /** A SQL expression (a column, a path, a bound array), possibly correlated with sources. */
@@ -118,10 +122,6 @@ interface ExprSide {
 
 type Side = ValueSide | ExprSide;
 
-const MACROS = ['@now', '@todayStart', '@todayEnd', '@monthStart', '@monthEnd', '@yearStart', '@yearEnd', '@yesterday', '@tomorrow'];
-const NUMBER_MACROS = ['@second', '@minute', '@hour', '@weekday', '@day', '@month', '@year'];
-const NUMBER_TEXT = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-const DAY_MS = 86_400_000;
 /** Storages whose expressions are never NULL: NOT NULL columns, and paths wrapped by wrapEmpty. */
 const NEVER_NULL: readonly StorageKind[] = ['text', 'bool', 'array'];
 const CASTS: Record<StorageKind, BindCast> = {
@@ -135,9 +135,14 @@ const CASTS: Record<StorageKind, BindCast> = {
 
 class FilterCompiler {
   private readonly aliases: AliasAllocator;
-  private readonly canSeeHidden: boolean;
-  private readonly allowCollectionRefs: boolean;
+  /** Rules and superusers: hidden fields and `@collection.*` are within reach (see FilterMode). */
+  private readonly trusted: boolean;
   private readonly mainAlias: string;
+  /**
+   * The filter's cost so far: one per comparison, plus one per multi-valued relation hop or
+   * back-relation it goes through, against the same limit as comparisons alone (MAX_FILTER_COMPARISONS).
+   */
+  private cost = 0;
   private readonly now: Date;
   /** The hop restriction (target view rules), or undefined when every row is visible. */
   private readonly targetCondition: TargetCondition | undefined;
@@ -153,13 +158,11 @@ class FilterCompiler {
   ) {
     this.mainAlias = quoteIdent(ctx.alias);
     this.aliases = aliases ?? new AliasAllocator(ctx.alias);
-    this.canSeeHidden = ctx.canSeeHidden === true || ctx.isRule === true;
-    this.allowCollectionRefs = ctx.allowCollectionRefs === true || ctx.isRule === true;
+    this.trusted = ctx.mode !== 'user';
     this.now = ctx.now ?? new Date();
-    const applyTargetRules = ctx.isRule !== true && (ctx.applyTargetRules ?? ctx.canSeeHidden !== true);
-    this.targetCondition = applyTargetRules
-      ? targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now })
-      : undefined;
+    this.targetCondition = this.trusted
+      ? undefined
+      : targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now });
   }
 
   compileRoot(node: FilterNode): SqlFragment {
@@ -190,6 +193,12 @@ class FilterCompiler {
   private compileComparison(node: ComparisonNode): SqlFragment {
     const left = this.resolveOperand(node.left);
     const right = this.resolveOperand(node.right);
+    this.charge(node, [left, right]);
+    // A guest's identity is empty, and so are many records' owner fields: a guest must never
+    // match `owner = @request.auth.id` (or any comparison of their identity with a record value)
+    // through that coincidence. Comparisons of the identity with values stay as they are, so
+    // `@request.auth.id = ""` is still true for a guest.
+    if ((isGuestAuth(left) && right.kind === 'expr') || (isGuestAuth(right) && left.kind === 'expr')) return rawSql('FALSE');
     const { operator, anyOf } = node;
     const hopQuantifier: Quantifier = anyOf ? 'exists' : 'forall';
     const quantify = (side: Side): QuantifiedSource[] =>
@@ -219,6 +228,18 @@ class FilterCompiler {
     const r = this.iterateArray(right, { anyOf, sources });
     const cond = this.compareScalars({ operator, left: l, right: r });
     return this.wrapSources(cond, sources);
+  }
+
+  /** Adds a comparison's cost (see `cost`) and refuses a filter that goes over the limit. */
+  private charge(node: ComparisonNode, sides: readonly Side[]): void {
+    const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length : 0), 0);
+    this.cost += 1 + hops;
+    if (this.cost > MAX_FILTER_COMPARISONS) {
+      throw createFilterError(
+        `too complex: each comparison counts 1 and each multi-valued relation or back-relation it goes through 1 more, at most ${MAX_FILTER_COMPARISONS} in all`,
+        node.pos,
+      );
+    }
   }
 
   /** Replaces an array side by its elements (text), adding the element source to `sources`. */
@@ -315,7 +336,7 @@ class FilterCompiler {
    * the user's mistake (400); a request value that cannot be is simply NULL (never matches).
    */
   private coerceValue(side: ValueSide, options: { target: StorageKind; against: Side }): unknown {
-    const result = coerce(side.value, options.target);
+    const result = coerceFilterValue(side.value, options.target);
     if (result !== INVALID) return result;
     if (!side.strict) return null;
     const what = options.target === 'bool' ? 'boolean' : options.target === 'date' ? 'date' : options.target;
@@ -375,7 +396,7 @@ class FilterCompiler {
       segments: options.segments,
       ref: options.ref,
       aliases: this.aliases,
-      canSeeHidden: this.canSeeHidden,
+      canSeeHidden: this.trusted,
       allowMulti: true,
       fail: (what) => createFilterError(what, operand.pos),
       targetCondition: this.targetCondition,
@@ -404,7 +425,7 @@ class FilterCompiler {
   }
 
   private resolveCollection(operand: IdentifierOperand): Side {
-    if (!this.allowCollectionRefs) throw createFilterError('@collection is only allowed in rules', operand.pos);
+    if (!this.trusted) throw createFilterError('@collection is only allowed in rules', operand.pos);
     if (operand.segments.length < 3) throw createFilterError(`"${operand.name}" needs a field ("@collection.<name>.<field>")`, operand.pos);
     const key = operand.segments[1];
     const name = key.split(':')[0];
@@ -426,7 +447,7 @@ class FilterCompiler {
   }
 
   private resolveMacro(operand: IdentifierOperand): Side {
-    if (operand.segments.length !== 1 || (!MACROS.includes(operand.name) && !NUMBER_MACROS.includes(operand.name))) {
+    if (operand.segments.length !== 1 || !isMacroName(operand.name)) {
       throw createFilterError(`unknown identifier "${operand.name}"`, operand.pos);
     }
     if (operand.modifier !== undefined) throw createFilterError(`macros take no modifier ("${operand.name}:${operand.modifier}")`, operand.pos);
@@ -435,173 +456,51 @@ class FilterCompiler {
   }
 
   private resolveRequest(operand: IdentifierOperand): Side {
-    const { request } = this.ctx;
-    const [, area, key] = operand.segments;
-    const count = operand.segments.length;
-    let present: boolean;
-    let value: unknown;
-    let hint: StorageKind | undefined;
-    let multiple = false;
-    if (area === 'method' && count === 2) {
-      present = true;
-      value = request.method;
-    } else if (area === 'auth' && count === 3) {
-      if (request.auth === null) {
-        present = false;
-        value = '';
-      } else {
-        present = Object.hasOwn(request.auth, key);
-        value = key === 'id' ? request.auth.id : present ? request.auth[key] : null;
-      }
-    } else if (area === 'query' && count === 3) {
-      present = Object.hasOwn(request.query, key);
-      value = present ? request.query[key] : null;
-    } else if (area === 'body' && count === 3) {
-      present = Object.hasOwn(request.body, key);
-      value = present ? request.body[key] : null;
-      const field = this.ctx.collection.field(key);
-      if (field && present) {
-        hint = field.storage;
-        multiple = field.storage === 'array';
-      }
-    } else {
-      throw createFilterError(`unknown identifier "${operand.name}"`, operand.pos);
-    }
-    value = sanitizeRequestValue(value);
-    if (multiple) value = value === null || value === '' ? [] : Array.isArray(value) ? value : [value];
-    else if (hint !== undefined && hint !== 'array' && hint !== 'json') {
-      const coerced = coerce(value, hint);
+    const read = readRequestValue(this.ctx.request, operand, this.ctx.collection);
+    let value = read.value;
+    let hint = read.present ? read.storage : undefined;
+    if (hint === 'array') value = value === null || value === '' ? [] : Array.isArray(value) ? value : [value];
+    else if (hint !== undefined && hint !== 'json') {
+      const coerced = coerceFilterValue(value, hint);
       value = coerced === INVALID ? null : coerced;
     }
-    const base = { pos: operand.pos, label: operand.name };
+    const base = { pos: operand.pos, label: operand.name, guestAuth: read.guestAuth };
     switch (operand.modifier) {
       case undefined:
       case 'each':
       case 'lower':
         break;
       case 'isset':
-        return { ...base, kind: 'value', value: present, strict: true, hint: 'bool' };
+        return { ...base, kind: 'value', value: read.present, strict: true, hint: 'bool', guestAuth: false };
       case 'length':
         return { ...base, kind: 'value', value: Array.isArray(value) ? value.length : null, strict: false, hint: 'number' };
       default:
         throw createFilterError(`unknown modifier ":${operand.modifier}"`, operand.pos);
     }
     if (operand.modifier === 'lower' && value !== null && !Array.isArray(value)) {
-      value = (typeof value === 'string' ? value : String(coerce(value, 'text'))).toLowerCase();
+      value = (typeof value === 'string' ? value : String(coerceFilterValue(value, 'text'))).toLowerCase();
       hint = 'text';
     }
+    // `:each` reads a missing or single request value as a list of zero or one, so that a rule's
+    // `:each` never depends on what one caller's identity happens to hold.
+    if (operand.modifier === 'each' && !Array.isArray(value)) value = value === null || value === '' ? [] : [value];
     if (Array.isArray(value)) {
       const items = value.map((item) => {
-        const text = coerce(item, 'text');
+        const text = coerceFilterValue(item, 'text');
         const s = text === INVALID || text === null ? '' : String(text);
         return operand.modifier === 'lower' ? s.toLowerCase() : s;
       });
       const array = bindValue(JSON.stringify(items), 'jsonb');
-      return { ...base, kind: 'expr', sql: array, storage: 'array', sources: [], lower: false, each: operand.modifier === 'each' };
+      return { pos: operand.pos, label: operand.name, kind: 'expr', sql: array, storage: 'array', sources: [], lower: false, each: operand.modifier === 'each' };
     }
-    if (operand.modifier === 'each') throw createFilterError(`":each" needs a multi-valued value, not "${operand.name}"`, operand.pos);
     return { ...base, kind: 'value', value, strict: false, hint };
   }
 }
 
 // ----- helpers ---------------------------------------------------------------------------------
 
-/**
- * Where each `@collection` reference's EXISTS goes: the smallest node holding every reference
- * to that key, so all of them read one row (PocketBase shares one join per collection) while
- * an unrelated `||` branch is not swallowed by the EXISTS.
- */
-function findCollectionScopes(root: FilterNode): Map<FilterNode, string[]> {
-  const scopes = new Map<FilterNode, string[]>();
-  const totals = countCollectionRefs(root, new Map());
-  const visit = (node: FilterNode): void => {
-    const counts = countCollectionRefs(node, new Map());
-    const children = node.type === 'comparison' ? [] : node.items;
-    for (const [key, count] of counts) {
-      if (count !== totals.get(key)) continue;
-      const deeper = children.some((child) => countCollectionRefs(child, new Map()).get(key) === count);
-      if (!deeper) scopes.set(node, [...(scopes.get(node) ?? []), key]);
-    }
-    children.forEach(visit);
-  };
-  visit(root);
-  return scopes;
-}
-
-function countCollectionRefs(node: FilterNode, counts: Map<string, number>): Map<string, number> {
-  if (node.type !== 'comparison') {
-    for (const item of node.items) countCollectionRefs(item, counts);
-    return counts;
-  }
-  for (const operand of [node.left, node.right]) {
-    if (operand.type === 'identifier' && operand.segments[0] === '@collection' && operand.segments.length > 1) {
-      const key = operand.segments[1];
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-  }
-  return counts;
-}
-
-const INVALID = Symbol('invalid');
-
-/** Converts a JS value to what a binding of the given storage holds, or INVALID. */
-function coerce(value: unknown, target: StorageKind): unknown {
-  if (value === null || value === undefined) return null;
-  switch (target) {
-    case 'text':
-      if (typeof value === 'string') return value;
-      if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-      if (value instanceof Date) return formatDateOrInvalid(value);
-      return JSON.stringify(value);
-    case 'number':
-      if (typeof value === 'number') return Number.isFinite(value) ? value : INVALID;
-      if (typeof value === 'boolean') return value ? 1 : 0;
-      if (typeof value === 'string' && NUMBER_TEXT.test(value)) {
-        const n = Number(value);
-        return Number.isFinite(n) ? n : INVALID;
-      }
-      return INVALID;
-    case 'bool':
-      if (typeof value === 'boolean') return value;
-      if (value === 'true' || value === '1' || value === 1) return true;
-      if (value === 'false' || value === '0' || value === 0) return false;
-      return INVALID;
-    case 'date': {
-      if (value instanceof Date) return Number.isNaN(value.getTime()) ? INVALID : value.toISOString();
-      if (typeof value !== 'string') return INVALID;
-      const date = parseDateLiteral(value);
-      return date ? date.toISOString() : INVALID;
-    }
-    case 'json':
-    case 'array':
-      return JSON.stringify(value instanceof Date ? formatDateOrInvalid(value) : value);
-  }
-}
-
-/** A host-supplied Date outside what the record format can hold must not become a 500. */
-function formatDateOrInvalid(value: Date): unknown {
-  try {
-    return formatRecordDate(value);
-  } catch {
-    return INVALID;
-  }
-}
-
-/** Request values come from the host (identity) and the client: keep only plain data. */
-function sanitizeRequestValue(value: unknown): unknown {
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
-  if (Array.isArray(value)) return value.map((item) => (typeof item === 'object' && item !== null && !(item instanceof Date) ? null : sanitizeRequestValue(item)));
-  if (typeof value === 'object') {
-    try {
-      return JSON.parse(JSON.stringify(value)) as unknown;
-    } catch {
-      return null;
-    }
-  }
-  return null;
+function isGuestAuth(side: Side): boolean {
+  return side.kind === 'value' && side.guestAuth === true;
 }
 
 function isNullValue(side: Side): boolean {
@@ -638,14 +537,7 @@ function pickTarget(left: Side, right: Side, operator: string): StorageKind {
 }
 
 function naturalStorage(side: ValueSide): StorageKind | undefined {
-  if (side.hint) return side.hint;
-  const v = side.value;
-  if (v === null || v === undefined) return undefined;
-  if (typeof v === 'number') return 'number';
-  if (typeof v === 'boolean') return 'bool';
-  if (typeof v === 'string') return 'text';
-  if (v instanceof Date) return 'date';
-  return 'json';
+  return side.hint ?? naturalStorageOf(side.value);
 }
 
 /** Text form of a non-text expression; dates use the record format clients see. */
@@ -673,45 +565,4 @@ export function toLikePattern(value: string): string {
 
 function literalLabel(value: string | number | boolean | null): string {
   return typeof value === 'string' ? quoteForMessage(value) : String(value);
-}
-
-function computeMacro(name: string, now: Date): Date | number {
-  const y = now.getUTCFullYear();
-  const m = now.getUTCMonth();
-  const d = now.getUTCDate();
-  const todayStart = Date.UTC(y, m, d);
-  switch (name) {
-    case '@now':
-      return new Date(now.getTime());
-    case '@todayStart':
-      return new Date(todayStart);
-    case '@todayEnd':
-      return new Date(todayStart + DAY_MS - 1);
-    case '@monthStart':
-      return new Date(Date.UTC(y, m, 1));
-    case '@monthEnd':
-      return new Date(Date.UTC(y, m + 1, 1) - 1);
-    case '@yearStart':
-      return new Date(Date.UTC(y, 0, 1));
-    case '@yearEnd':
-      return new Date(Date.UTC(y + 1, 0, 1) - 1);
-    case '@yesterday':
-      return new Date(now.getTime() - DAY_MS);
-    case '@tomorrow':
-      return new Date(now.getTime() + DAY_MS);
-    case '@second':
-      return now.getUTCSeconds();
-    case '@minute':
-      return now.getUTCMinutes();
-    case '@hour':
-      return now.getUTCHours();
-    case '@weekday':
-      return now.getUTCDay();
-    case '@day':
-      return d;
-    case '@month':
-      return m + 1;
-    default:
-      return y;
-  }
 }

@@ -2,7 +2,7 @@ import { BadRequestError } from '../errors.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { AliasAllocator, resolveFieldPath } from './resolve-path.js';
 import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
-import { targetViewRules, type CompiledSql } from './compile-filter.js';
+import { targetViewRules, type CompiledSql, type FilterMode } from './compile-filter.js';
 import type { RequestInfo } from './request-info.js';
 
 /** Most sort fields accepted (DESIGN section 4). */
@@ -14,12 +14,12 @@ export interface SortContext {
   readonly collection: CollectionSchema;
   /** SQL alias of the main table in the surrounding query. */
   readonly alias: string;
-  /** Superusers may sort on hidden fields (and are not restricted by target view rules). */
-  readonly canSeeHidden?: boolean;
+  /** As for filters: only `user` sorts are kept off hidden fields and restricted by target view rules. */
+  readonly mode: FilterMode;
   /**
    * The request, for the view rules of the collections a relation path goes through: with it,
-   * and unless `canSeeHidden`, each hop sees only the target records that pass the target's
-   * view rule (a hidden or missing target sorts as empty). Without it no target rule applies.
+   * in `user` mode, each hop sees only the target records that pass the target's view rule (a
+   * hidden or missing target sorts as empty). Without it no target rule applies.
    */
   readonly request?: RequestInfo;
   /** The instant macros in target view rules are computed from; default: now. */
@@ -52,7 +52,7 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
   if (items.length > MAX_SORT_FIELDS) throw createSortError(`at most ${MAX_SORT_FIELDS} fields`);
   const aliases = new AliasAllocator(context.alias);
   const targetCondition =
-    context.request !== undefined && context.canSeeHidden !== true
+    context.request !== undefined && context.mode === 'user'
       ? targetViewRules({ registry: context.registry, request: context.request, aliases, now: context.now ?? new Date() })
       : undefined;
   const parts: SqlFragment[] = [];
@@ -75,7 +75,7 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
       segments: name.split('.'),
       ref: (column) => rawSql(`${main}.${quoteIdent(column)}`),
       aliases,
-      canSeeHidden: context.canSeeHidden === true,
+      canSeeHidden: context.mode !== 'user',
       allowMulti: false,
       fail: (what) => createSortError(what),
       targetCondition,

@@ -1,56 +1,116 @@
-import { ForbiddenError } from '../errors.js';
+import { BadRequestError, ForbiddenError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
-import type { SqlFragment } from '../query/sql-fragment.js';
+import type { FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
+import { parseFilterCached } from '../query/filter-parser.js';
+import type { RequestInfo } from '../query/request-info.js';
+import { joinSql, sql, type SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
 
 /** The five guarded actions, named as the rules are. */
 export type RuleAction = keyof ResolvedRules;
 
+const ACTIONS: readonly RuleAction[] = ['list', 'view', 'create', 'update', 'delete'];
+
+/** What a rule is compiled for: the action, and the normalised body of a write (`@request.body`). */
+export interface RuleOptions {
+  registry: SchemaRegistry;
+  collection: CollectionSchema;
+  action: RuleAction;
+  caller: Caller;
+  /** The write's normalised values (lib/records/normalize-write.ts); `{}` for reads and deletes. */
+  body?: Record<string, unknown>;
+}
+
 /**
  * The SQL conditions that a rule adds for this caller: none for superusers and for `""`, the
  * compiled expression otherwise. A `null` rule refuses everyone but superusers with 403, before
  * any query runs.
  */
-export function compileRule(options: { registry: SchemaRegistry; collection: CollectionSchema; action: RuleAction; caller: Caller }): SqlFragment[] {
+export function compileRule(options: RuleOptions): SqlFragment[] {
   const { collection, action, caller } = options;
   if (isSuperuser(caller)) return [];
   const rule = collection.rules[action];
   if (rule === null) throw new ForbiddenError('Only superusers can perform this action.');
   if (rule.trim() === '') return [];
-  return [
-    compileFilter(rule, {
-      registry: options.registry,
-      collection,
-      alias: RECORD_ALIAS,
-      request: caller.request,
-      isRule: true,
-      now: new Date(),
-    }),
-  ];
+  const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
+  return [compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date() })];
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */
 export function compileUserFilter(options: { registry: SchemaRegistry; collection: CollectionSchema; filter: string | undefined; caller: Caller }): SqlFragment[] {
   const { filter, caller } = options;
   if (filter === undefined || filter.trim() === '') return [];
-  const superuser = isSuperuser(caller);
   return [
     compileFilter(filter, {
       registry: options.registry,
       collection: options.collection,
       alias: RECORD_ALIAS,
       request: caller.request,
-      canSeeHidden: superuser,
-      allowCollectionRefs: superuser,
+      mode: isSuperuser(caller) ? 'superuser' : 'user',
       now: new Date(),
     }),
   ];
 }
 
+/**
+ * The rule's conditions and the caller's filter, with the filter fenced behind the rule: Postgres
+ * orders the conditions of a WHERE by their estimated cost, so a cheap filter would run on rows
+ * the rule removes, and an expensive one (a long `~` pattern) would then reveal by its timing
+ * what those rows hold. In `CASE WHEN rule THEN filter END` the filter is evaluated only for rows
+ * that passed the rule, and the planner cannot reorder it; the rule is also kept as a plain
+ * condition of its own, so its indexes still serve the query.
+ */
+export function fenceFilter(rule: readonly SqlFragment[], filter: readonly SqlFragment[]): SqlFragment[] {
+  if (rule.length === 0 || filter.length === 0) return [...rule, ...filter];
+  const passes = joinConditions(rule);
+  return [passes, sql`CASE WHEN ${passes} THEN ${joinConditions(filter)} ELSE FALSE END`];
+}
+
 /** `NOT (conditions)`, where a NULL outcome counts as failing: the records a rule refuses. */
 export function negateConditions(conditions: readonly SqlFragment[]): SqlFragment {
-  const sql = conditions.map((c) => `(${c.sql})`).join(' AND ');
-  return { sql: `NOT COALESCE((${sql}), false)`, bindings: conditions.flatMap((c) => c.bindings) };
+  return sql`NOT COALESCE(${joinConditions(conditions)}, false)`;
+}
+
+function joinConditions(conditions: readonly SqlFragment[]): SqlFragment {
+  return sql`(${joinSql(conditions.map((c) => sql`(${c})`), ' AND ')})`;
+}
+
+/** Whether a rule reads `@request.body`, per collection and action; built by checkCollectionRules. */
+export interface RuleFacts {
+  readsBody(collection: CollectionSchema, action: RuleAction): boolean;
+}
+
+/**
+ * Compiles every rule of every collection once, when the router is created, so that a typo in a
+ * rule (a syntax error, an unknown field, `@request.body.<not a field>`) stops the start with a
+ * SchemaError naming the collection, the rule and the position, instead of turning every request
+ * into a 400 that blames the client. Returns what the record service needs to know of each rule.
+ */
+export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
+  const readsBody = new Map<CollectionSchema, Set<RuleAction>>();
+  const sample: RequestInfo = { auth: null, query: {}, body: {}, method: 'GET' };
+  for (const collection of registry.collections) {
+    const actions = new Set<RuleAction>();
+    for (const action of ACTIONS) {
+      const rule = collection.rules[action];
+      if (rule === null || rule.trim() === '') continue;
+      try {
+        const node = parseFilterCached(rule);
+        compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: sample, mode: 'rule' });
+        if (referencesRequestBody(node)) actions.add(action);
+      } catch (err) {
+        if (!(err instanceof BadRequestError)) throw err;
+        throw new SchemaError(`collection "${collection.name}": rule "${action}" ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);
+      }
+    }
+    readsBody.set(collection, actions);
+  }
+  return { readsBody: (collection, action) => readsBody.get(collection)?.has(action) === true };
+}
+
+function referencesRequestBody(node: FilterNode): boolean {
+  if (node.type !== 'comparison') return node.items.some(referencesRequestBody);
+  return [node.left, node.right].some((operand) => operand.type === 'identifier' && operand.segments[0] === '@request' && operand.segments[1] === 'body');
 }

@@ -8,9 +8,13 @@ export interface DeletedRecord {
   readonly record: RecordValues;
 }
 
+/** Whether the caller may view a record: decides whether an error may name it. */
+export type ViewCheck = (collection: CollectionSchema, id: string) => Promise<boolean>;
+
 interface DeleteRun {
   readonly store: RecordStore;
   readonly registry: SchemaRegistry;
+  readonly canView: ViewCheck;
   /** `collection:id` of every record this delete removes, so cycles and shared targets terminate. */
   readonly doomed: Set<string>;
   readonly deleted: DeletedRecord[];
@@ -35,10 +39,12 @@ async function detachReferences(run: DeleteRun, collection: CollectionSchema, re
       const current = ref[back.field.name];
       const next = back.field.multiple ? (current as string[]).filter((id) => !ids.includes(id)) : '';
       if (back.field.required && (next === '' || (Array.isArray(next) && next.length === 0))) {
-        throw new BadRequestError(
-          `The record cannot be deleted: record "${String(ref.id)}" of "${back.collection.name}" requires it in its field "${back.field.name}".`,
-          'relation_required',
-        );
+        // Name the record only to a caller who may view it: the message must not reveal a record id
+        // (or that one exists) that the caller's rules hide.
+        const named = (await run.canView(back.collection, String(ref.id)))
+          ? `record "${String(ref.id)}" of "${back.collection.name}" requires it in its field "${back.field.name}"`
+          : 'other records require it';
+        throw new BadRequestError(`The record cannot be deleted: ${named}.`, 'relation_required');
       }
       await run.store.update(back.collection, String(ref.id), { [back.field.name]: next });
     }
@@ -63,8 +69,9 @@ export async function deleteRecords(options: {
   registry: SchemaRegistry;
   collection: CollectionSchema;
   records: readonly RecordValues[];
+  canView: ViewCheck;
 }): Promise<DeletedRecord[]> {
-  const run: DeleteRun = { store: options.store, registry: options.registry, doomed: new Set(), deleted: [] };
+  const run: DeleteRun = { store: options.store, registry: options.registry, canView: options.canView, doomed: new Set(), deleted: [] };
   await removeRecords(run, options.collection, options.records);
   return run.deleted;
 }

@@ -1,20 +1,34 @@
 import type { RecordStore, RecordValues } from '../db/record-store.js';
 import { translateDatabaseError } from '../db/translate-database-error.js';
 import { applyFields } from '../query/apply-fields.js';
-import { parseExpand } from '../query/parse-expand.js';
-import { parseFields } from '../query/parse-fields.js';
+import { parseExpand, type ExpandTree } from '../query/parse-expand.js';
+import { parseFields, type FieldSelection } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
 import { expandRecords } from './expand-records.js';
 import { serializeRecord } from './serialize-record.js';
 
-/** What a response asks of its records: which fields, which relations expanded. */
+/** What a response asks of its records: which fields, which relations expanded (parsed by parseResponseShape). */
+export interface ResponseShape {
+  selection?: FieldSelection;
+  tree: ExpandTree;
+}
+
+/** The records to present, for whom, and in which shape. */
 export interface PresentOptions {
   collection: CollectionSchema;
   records: readonly RecordValues[];
   caller: Caller;
-  fields?: string;
-  expand?: string;
+  shape: ResponseShape;
+}
+
+/**
+ * Parses the `fields` and `expand` parameters of a request. Call it before any write: a bad
+ * `fields` is a 400 that must come before the record is stored, or a client that retries would
+ * create a duplicate.
+ */
+export function parseResponseShape(params: { fields?: string; expand?: string }): ResponseShape {
+  return { selection: parseFields(params.fields), tree: parseExpand(params.expand) };
 }
 
 /**
@@ -29,7 +43,7 @@ export class RecordPresenter {
   ) {}
 
   async present(options: PresentOptions): Promise<Record<string, unknown>[]> {
-    const selection = parseFields(options.fields);
+    const { selection, tree } = options.shape;
     const showHidden = isSuperuser(options.caller);
     const items = options.records.map((values) => ({ values, out: serializeRecord(options.collection, values, { showHidden }) }));
     try {
@@ -39,7 +53,7 @@ export class RecordPresenter {
         caller: options.caller,
         collection: options.collection,
         items,
-        tree: parseExpand(options.expand),
+        tree,
       });
     } catch (err) {
       throw translateDatabaseError(err);

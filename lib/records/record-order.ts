@@ -10,7 +10,7 @@ export function compileRecordOrder(options: { registry: SchemaRegistry; collecti
     registry: options.registry,
     collection: options.collection,
     alias: RECORD_ALIAS,
-    canSeeHidden: isSuperuser(options.caller),
+    mode: isSuperuser(options.caller) ? 'superuser' : 'user',
     request: options.caller.request,
   });
 }

@@ -2,19 +2,20 @@ import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, Unauth
 import { RecordStore, type RecordValues } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
 import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
-import { joinUploadNames, stageUploads, type StagedUpload } from '../files/stage-uploads.js';
+import type { StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldDefinition } from '../schema/definitions.js';
 import { compileRecordOrder } from './record-order.js';
-import { compileRule, compileUserFilter, negateConditions } from './access-rules.js';
+import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
+import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
-import { clearUnsentFields } from './clear-unsent-fields.js';
 import { deleteRecords, type DeletedRecord } from './delete-records.js';
+import { readWriteOperations, type WriteOperations } from './field-operations.js';
+import { normalizeWrite, type NormalizedWrite } from './normalize-write.js';
 import { generateRecordId, isRecordId } from './record-id.js';
 import { listRelationIds } from './relation-ids.js';
-import { compileValidator, type RecordValidator, type ValidateOptions } from './validate-record.js';
 
 /** What a list call asks for (already parsed and bounded by the HTTP layer). */
 export interface ListQuery {
@@ -64,14 +65,14 @@ export interface FileOwner {
  * database error that means "unavailable" becomes a 503 here.
  */
 export class RecordService {
-  private readonly validators = new Map<CollectionSchema, RecordValidator>();
+  private readonly registry: SchemaRegistry;
 
   constructor(
-    private readonly registry: SchemaRegistry,
+    private readonly compiled: CompiledCollections,
     private readonly store: RecordStore,
     private readonly options: RecordServiceOptions,
   ) {
-    for (const collection of registry.collections) this.validators.set(collection, compileValidator(collection));
+    this.registry = compiled.registry;
   }
 
   /** The collection named (or identified) `nameOrId`, or a 404. */
@@ -84,7 +85,7 @@ export class RecordService {
   /** A page of records that pass the list rule and the filter. */
   async list(collection: CollectionSchema, query: ListQuery, caller: Caller): Promise<ListResult> {
     return this.guard(async () => {
-      const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter: query.filter, caller })];
+      const where = fenceFilter(this.rule(collection, 'list', caller), compileUserFilter({ registry: this.registry, collection, filter: query.filter, caller }));
       const orderBy = compileRecordOrder({ registry: this.registry, collection, sort: query.sort, caller });
       const items = await this.store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
       if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
@@ -110,18 +111,17 @@ export class RecordService {
    * before the record is committed and removed if it is not.
    */
   async create(collection: CollectionSchema, input: WriteInput, caller: Caller): Promise<RecordValues> {
-    const { staged, errors } = stageUploads(collection, input.uploads ?? []);
-    const data = joinUploadNames(input.data, staged);
+    const write = normalizeWrite(this.readOperations(collection, input, caller));
     let written: string[] = [];
     let committing = false;
     try {
       return await this.guard(async () => {
-        const ruleWhere = this.rule(collection, 'create', caller);
-        const id = this.chooseId(data.id);
-        const values = this.validate(collection, { input: data, source: input.source, uploadedNames: namesOf(staged) }, errors);
+        const ruleWhere = this.rule(collection, 'create', caller, write.data);
+        const id = this.chooseId(write.data);
+        const values = this.validate(collection, write);
         const insert = async (store: RecordStore, options: { autocommit: boolean }) => {
           await this.checkRelations(store, collection, values);
-          written = await this.options.files.write(collection, id, keptUploads(collection, values, staged));
+          written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
           committing = options.autocommit;
           const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
           if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
@@ -142,28 +142,29 @@ export class RecordService {
   /**
    * Updates a record under a row lock (concurrent updates serialise, none is lost, and the file
    * names each one keeps are computed from the other's result). The update rule is part of the
-   * statement that locks the row; failing it is a 404. New files are written before commit;
-   * files the record no longer holds are removed after it.
+   * statement that locks the row; failing it is a 404. A rule that reads `@request.body` needs
+   * the write's values, which depend on the locked row (`views+: 1`), so it is checked on that
+   * row right after, still a 404. New files are written before commit; files the record no
+   * longer holds are removed after it.
    */
   async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller): Promise<RecordValues> {
-    const { staged, errors } = stageUploads(collection, input.uploads ?? []);
-    let data = joinUploadNames(input.data, staged);
-    if (input.source === 'multipart' && this.options.multipartUpdate === 'replace') {
-      data = clearUnsentFields(collection, data, { includeHidden: isSuperuser(caller) });
-    }
+    const operations = this.readOperations(collection, input, caller, { update: true });
     let written: string[] = [];
     let committing = false;
     let removed: string[] = [];
     let updated: RecordValues;
     try {
       updated = await this.guard(async () => {
+        const readsBody = this.compiled.rules.readsBody(collection, 'update');
         const where = this.rule(collection, 'update', caller);
         requireRecordId(id);
         return this.store.transaction(async (store) => {
-          const existing = await findOrNotFound(store, { collection, id, where, lock: true });
-          const values = this.validate(collection, { input: data, existing, source: input.source, uploadedNames: namesOf(staged) }, errors);
+          const existing = await findOrNotFound(store, { collection, id, where: readsBody ? [] : where, lock: true });
+          const write = normalizeWrite(operations, existing);
+          if (readsBody) await findOrNotFound(store, { collection, id, where: this.rule(collection, 'update', caller, write.data) });
+          const values = this.validate(collection, write, existing);
           await this.checkRelations(store, collection, values, existing);
-          written = await this.options.files.write(collection, id, keptUploads(collection, values, staged));
+          written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
           const result = await this.rejectDuplicates(collection, () => store.update(collection, id, values));
           const kept = new Set(listFileNames(collection, result));
           removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
@@ -186,7 +187,7 @@ export class RecordService {
       requireRecordId(id);
       const deleted = await this.store.transaction(async (store) => {
         const record = await findOrNotFound(store, { collection, id, where, lock: true });
-        return deleteRecords({ store, registry: this.registry, collection, records: [record] });
+        return deleteRecords({ store, registry: this.registry, collection, records: [record], canView: this.viewCheck(store, caller) });
       });
       await this.options.files.removeRecords(deleted);
       return deleted;
@@ -202,14 +203,14 @@ export class RecordService {
     return this.guard(async () => {
       if (filter === undefined || filter.trim() === '') throw new BadRequestError('A bulk delete needs a non-empty "filter" parameter.', 'filter_required');
       const deleteRule = this.rule(collection, 'delete', caller);
-      const where = [...this.rule(collection, 'list', caller), ...compileUserFilter({ registry: this.registry, collection, filter, caller })];
+      const where = fenceFilter(this.rule(collection, 'list', caller), compileUserFilter({ registry: this.registry, collection, filter, caller }));
       const result = await this.store.transaction(async (store) => {
         if (deleteRule.length > 0) {
           const refused = await store.selectLocked({ collection, where: [...where, negateConditions(deleteRule)] });
           if (refused.length > 0) throw new ForbiddenError(`${refused.length} of the selected records may not be deleted; nothing was deleted.`);
         }
         const records = await store.selectLocked({ collection, where });
-        const deleted = await deleteRecords({ store, registry: this.registry, collection, records });
+        const deleted = await deleteRecords({ store, registry: this.registry, collection, records, canView: this.viewCheck(store, caller) });
         return { deleted, count: records.length };
       });
       await this.options.files.removeRecords(result.deleted);
@@ -241,12 +242,36 @@ export class RecordService {
     });
   }
 
-  private rule(collection: CollectionSchema, action: 'list' | 'view' | 'create' | 'update' | 'delete', caller: Caller): SqlFragment[] {
-    return compileRule({ registry: this.registry, collection, action, caller });
+  private rule(collection: CollectionSchema, action: RuleAction, caller: Caller, body?: Record<string, unknown>): SqlFragment[] {
+    return compileRule({ registry: this.registry, collection, action, caller, body });
   }
 
-  private validator(collection: CollectionSchema): RecordValidator {
-    return this.validators.get(collection)!;
+  /**
+   * Reads a write request once into operations per field: a multipart update in replace mode
+   * clears what it does not send (hidden fields only for superusers, who can see them).
+   */
+  private readOperations(collection: CollectionSchema, input: WriteInput, caller: Caller, options: { update?: boolean } = {}): WriteOperations {
+    const replace = options.update === true && input.source === 'multipart' && this.options.multipartUpdate === 'replace';
+    return readWriteOperations(collection, {
+      body: input.data,
+      source: input.source,
+      uploads: input.uploads,
+      clearUnsent: replace ? { includeHidden: isSuperuser(caller) } : undefined,
+    });
+  }
+
+  /** Whether the caller may view a record: what an error message may name (a 404 would hide it). */
+  private viewCheck(store: RecordStore, caller: Caller): (collection: CollectionSchema, id: string) => Promise<boolean> {
+    return async (collection, id) => {
+      let where: SqlFragment[];
+      try {
+        where = this.rule(collection, 'view', caller);
+      } catch (err) {
+        if (err instanceof ForbiddenError) return false;
+        throw err;
+      }
+      return (await store.selectById({ collection, id, where })) !== undefined;
+    };
   }
 
   /**
@@ -265,21 +290,22 @@ export class RecordService {
     await this.options.files.discard(written);
   }
 
-  /** Validates, reporting the uploads' own 422s (size, type) together with every other field's. */
-  private validate(collection: CollectionSchema, options: ValidateOptions, fileErrors: Record<string, FieldError>): RecordValues {
-    const hasFileErrors = Object.keys(fileErrors).length > 0;
-    let values: RecordValues;
-    try {
-      values = this.validator(collection).validate(options);
-    } catch (err) {
-      if (err instanceof ValidationError && hasFileErrors) throw new ValidationError({ ...err.data, ...fileErrors });
-      throw err;
-    }
-    if (hasFileErrors) throw new ValidationError(fileErrors);
-    return values;
+  /**
+   * The full values to store: the normalised write over the existing record, checked. Failures
+   * of reading (coercion, uploads) are reported in the same 422 as the constraints.
+   */
+  private validate(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): RecordValues {
+    return this.compiled.validator(collection).validate({
+      data: write.data,
+      existing,
+      errors: write.errors,
+      uploadedNames: new Set(write.operations.uploads.map((upload) => upload.name)),
+    });
   }
 
-  private chooseId(requested: unknown): string {
+  /** The id a create asked for (`data.id`), checked, or a new one. */
+  private chooseId(data: Record<string, unknown>): string {
+    const requested = Object.prototype.hasOwnProperty.call(data, 'id') ? data.id : undefined;
     if (requested === undefined || requested === null || requested === '') return generateRecordId();
     if (!isRecordId(requested)) {
       throw new ValidationError({ id: { code: 'validation_invalid_format', message: 'Must be 15 characters of a-z and 0-9.' } });
@@ -341,15 +367,10 @@ async function findOrNotFound(
   return record;
 }
 
-/** The stored names of this request's uploads. */
-function namesOf(staged: readonly StagedUpload[]): Set<string> {
-  return new Set(staged.map((s) => s.name));
-}
-
 /** The uploads the validated values still hold (a `docs-` in the same request may drop one). */
-function keptUploads(collection: CollectionSchema, values: RecordValues, staged: readonly StagedUpload[]): StagedUpload[] {
+function keptUploads(collection: CollectionSchema, values: RecordValues, write: NormalizedWrite): StagedUpload[] {
   const kept = new Set(listFileNames(collection, values));
-  return staged.filter((s) => kept.has(s.name));
+  return write.operations.uploads.filter((upload) => kept.has(upload.name));
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */

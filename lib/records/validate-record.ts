@@ -1,41 +1,34 @@
 /**
- * Record validation: turns a create or update body into the full set of field values to store,
- * or a ValidationError naming every failing field (DESIGN.md sections 2, 3, 7 and 10).
+ * Record validation: checks the values a write will store, and turns them into the full set of
+ * field values to write, or a ValidationError naming every failing field (docs/collections.md).
  *
- * Three steps, in this order, per field:
- * 1. coercion in code (lib/records/coerce-value.ts): what the client sent becomes a record value;
- * 2. modifiers (`tags+`, `+tags`, `tags-`, `views+`, `views-`) applied over the current value;
- * 3. checks on the merged values: `required` and the file-name rule in code, every declarative
- *    constraint (lengths, pattern, formats, enum, maxItems, bounds, integers) by one ajv schema
- *    compiled once per collection.
+ * It runs last in a write, after the request was read into a NormalizedWrite
+ * (lib/records/normalize-write.ts: coercion, modifiers, uploads), after the rules and after the
+ * before-hooks, so a hook cannot store an invalid value. Values are coerced once more on the way
+ * in (idempotent for values already read, and what makes a hook's `views = "3"` a number), then
+ * checked: `required` and the file-name rule in code, every declarative constraint (lengths,
+ * pattern, formats, enum, maxItems, bounds, integers) by one ajv schema compiled once per
+ * collection. The definitions themselves were checked when the schema was built.
  */
 import { Ajv, type CodeOptions, type ErrorObject, type ValidateFunction } from 'ajv';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import { BadRequestError, SchemaError, ValidationError, type FieldError } from '../errors.js';
+import { SchemaError, ValidationError, type FieldError } from '../errors.js';
+import type { RecordValues } from '../db/record-store.js';
+import { coerceFieldValue, createFieldError, isEmptyValue, quoteValue } from '../schema/coerce-value.js';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
-import {
-  coerceFieldValue,
-  coerceNumberOperand,
-  coerceStringList,
-  createFieldError,
-  emptyValueOf,
-  isEmptyValue,
-  quoteValue,
-  type CoerceResult,
-  type InputSource,
-} from './coerce-value.js';
-
-export { emptyValueOf, type InputSource } from './coerce-value.js';
-export { formatRecordDate, parseDateInput } from '../schema/record-date.js';
+import { defineValue, readStoredValue } from './normalize-write.js';
 
 /** What one validation call reads. */
 export interface ValidateOptions {
-  /** The submitted body (JSON object, or multipart fields with `@jsonPayload` already merged). */
-  input: Record<string, unknown>;
-  /** The stored record's values on update; absent on create (empty values are the base then). */
-  existing?: Record<string, unknown>;
-  /** Default `'json'`. From `'multipart'`, a JSON field's string is parsed as JSON text. */
-  source?: InputSource;
+  /**
+   * Field name -> value for every field the write touches: a NormalizedWrite's `data`, as a
+   * before-hook may have changed it. Keys that are not fields (and system fields) are ignored.
+   */
+  data: Record<string, unknown>;
+  /** The stored record on update; absent on create (empty values are the base then). */
+  existing?: RecordValues;
+  /** Failures found earlier (coercion, uploads): reported with the rest; those fields are not checked again. */
+  errors?: Readonly<Record<string, FieldError>>;
   /** Stored names of files uploaded with this request: file fields may take them besides their current names. */
   uploadedNames?: ReadonlySet<string>;
 }
@@ -44,42 +37,23 @@ export interface ValidateOptions {
 export interface RecordValidator {
   readonly collection: CollectionSchema;
   /**
-   * Returns the full set of non-system field values after applying input over existing (or over
-   * empty values on create), so the caller can write the row as is. Throws ValidationError
-   * with every failing field, or BadRequestError when input is not an object. Checks run on the
-   * merged values, so an update cannot leave a required field empty. Relation ids are checked
-   * for shape only; the caller checks that they exist.
+   * Returns the full set of non-system field values (`data` over `existing`, or over empty
+   * values on create), so the caller can write the row as is. Throws ValidationError with every
+   * failing field. Checks run on the merged values, so an update cannot leave a required field
+   * empty. Relation ids are checked for shape only; the caller checks that they exist.
    */
   validate(options: ValidateOptions): Record<string, unknown>;
-  /**
-   * Returns the plain field keys of input, coerced to their field types, for `@request.body.*`
-   * in rules (lib/query/request-info.ts). Unknown keys, modifier keys and values that fail
-   * coercion are left out: validate() reports those.
-   */
-  coerceBody(options: Omit<ValidateOptions, 'existing'>): Record<string, unknown>;
 }
 
 const NO_UPLOADS: ReadonlySet<string> = new Set();
 
-/** A relation id as generated by the record service (DESIGN.md section 2). */
+/** A relation id as generated by the record service (docs/collections.md). */
 const RELATION_ID_PATTERN = '^[a-z0-9]{15}$';
-
-/** How a field reacts to modifiers: list operations, arithmetic, or none at all. */
-type ModifierKind = 'list' | 'single-list' | 'number' | 'none';
-type Operation = 'set' | 'prepend' | 'append' | 'remove';
-/** Modifiers run after a plain value, in this order, whatever order the body lists them in. */
-const MODIFIER_ORDER: readonly Operation[] = ['prepend', 'append', 'remove'];
 
 interface FieldPlan {
   readonly field: FieldSchema;
   /** The field's property in ajv's data: `f<index>`, so no field name ever meets ajv's own handling of `__proto__`. */
   readonly key: string;
-  readonly modifiers: ModifierKind;
-}
-
-interface KeyTarget {
-  readonly plan: FieldPlan;
-  readonly operation: Operation;
 }
 
 /** Ajv keywords in the order their error is preferred when one field fails several. */
@@ -153,43 +127,12 @@ function testHttpUrl(value: string): boolean {
   }
 }
 
-/** Defines an own property, so a field named `__proto__` or `constructor` stays plain data. */
-function defineValue(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
-function readOwn(source: Record<string, unknown> | undefined, key: string): { found: boolean; value: unknown } {
-  if (source === undefined || !Object.prototype.hasOwnProperty.call(source, key)) return { found: false, value: undefined };
-  return { found: true, value: source[key] };
-}
-
-function classifyModifiers(field: FieldSchema): ModifierKind {
-  if (field.storage === 'array') return 'list';
-  if (field.storage === 'number') return 'number';
-  if (field.type === 'select' || field.type === 'relation' || field.type === 'file') return 'single-list';
-  return 'none';
-}
-
-/** Refuses limits ajv (or common sense) cannot use, naming the collection and field like SchemaError elsewhere. */
-function checkLimit(options: { collection: string; field: string; name: string; value: unknown; integer: boolean }): void {
-  const { value } = options;
-  if (value === undefined) return;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (!options.integer || (Number.isInteger(value) && value >= 0));
-  if (!ok) {
-    const kind = options.integer ? 'a non-negative integer' : 'a finite number';
-    throw new SchemaError(`collection "${options.collection}", field "${options.field}": ${options.name} must be ${kind}`);
-  }
-}
-
 /** The JSON Schema of one field's non-empty value; null when coercion already guarantees everything. */
-function buildFieldSchema(collection: string, field: FieldSchema): Record<string, unknown> | null {
+function buildFieldSchema(field: FieldSchema): Record<string, unknown> | null {
   const def = field.definition;
   if (!def) return null;
-  const where = { collection, field: field.name };
   switch (def.type) {
     case 'text': {
-      checkLimit({ ...where, name: 'min', value: def.min, integer: true });
-      checkLimit({ ...where, name: 'max', value: def.max, integer: true });
       const schema: Record<string, unknown> = { type: 'string' };
       if (def.min !== undefined) schema.minLength = def.min;
       if (def.max !== undefined) schema.maxLength = def.max;
@@ -197,8 +140,6 @@ function buildFieldSchema(collection: string, field: FieldSchema): Record<string
       return schema;
     }
     case 'number': {
-      checkLimit({ ...where, name: 'min', value: def.min, integer: false });
-      checkLimit({ ...where, name: 'max', value: def.max, integer: false });
       const schema: Record<string, unknown> = { type: def.onlyInt === true ? 'integer' : 'number' };
       if (def.min !== undefined) schema.minimum = def.min;
       if (def.max !== undefined) schema.maximum = def.max;
@@ -215,7 +156,6 @@ function buildFieldSchema(collection: string, field: FieldSchema): Record<string
     case 'file':
       return wrapMultiple(field, { type: 'string' }, def.maxSelect);
     case 'json':
-      checkLimit({ ...where, name: 'maxSize', value: def.maxSize, integer: true });
       return null;
     default:
       return null;
@@ -231,7 +171,7 @@ function wrapMultiple(field: FieldSchema, item: Record<string, unknown>, maxSele
 function compileAjv(collection: CollectionSchema, plans: readonly FieldPlan[]): ValidateFunction {
   const properties: Record<string, unknown> = {};
   for (const plan of plans) {
-    const schema = buildFieldSchema(collection.name, plan.field);
+    const schema = buildFieldSchema(plan.field);
     if (schema !== null) properties[plan.key] = schema;
   }
   const ajv = new Ajv({
@@ -288,101 +228,21 @@ function locateValue(value: unknown, segments: readonly string[]): unknown {
   return value[Number(segments[0])];
 }
 
-/** Reads a value a list modifier works on: a single-valued field is a list of zero or one. */
-function readList(plan: FieldPlan, value: unknown): string[] {
-  if (plan.modifiers === 'list') return Array.isArray(value) ? (value as string[]) : [];
-  return typeof value === 'string' && value !== '' ? [value] : [];
-}
-
-function applyListOperation(list: readonly string[], operation: Operation, operand: readonly string[]): string[] {
-  if (operation === 'prepend') return [...operand, ...list];
-  if (operation === 'append') return [...list, ...operand];
-  const removed = new Set(operand);
-  return list.filter((v) => !removed.has(v));
-}
-
-/** Applies a field's `+`/`-` modifiers over its value (already set by a plain key, if any). */
-function applyModifiers(plan: FieldPlan, value: unknown, operations: ReadonlyMap<Operation, unknown>): CoerceResult {
-  if (plan.modifiers === 'number') {
-    let n = typeof value === 'number' ? value : 0;
-    for (const operation of MODIFIER_ORDER) {
-      if (!operations.has(operation)) continue;
-      const operand = coerceNumberOperand(operations.get(operation));
-      if (!operand.ok) return operand;
-      n = operation === 'remove' ? n - (operand.value as number) : n + (operand.value as number);
-    }
-    if (!Number.isFinite(n)) return { ok: false, error: createFieldError('validation_invalid_number', 'Must be a valid number.') };
-    return { ok: true, value: n };
-  }
-  let list = readList(plan, value);
-  for (const operation of MODIFIER_ORDER) {
-    if (!operations.has(operation)) continue;
-    const operand = coerceStringList(operations.get(operation));
-    if (!operand.ok) return operand;
-    list = applyListOperation(list, operation, operand.value as string[]);
-  }
-  list = [...new Set(list)];
-  if (plan.modifiers === 'list') return { ok: true, value: list };
-  if (list.length > 1) {
-    const error =
-      plan.field.type === 'file'
-        ? createFieldError('validation_too_many_files', 'Too many files; at most 1 allowed.')
-        : createFieldError('validation_too_many_values', 'Select no more than 1.');
-    return { ok: false, error };
-  }
-  return { ok: true, value: list[0] ?? '' };
-}
-
 /**
- * Compiles a collection's validator. Call it once per collection (at router setup): it builds
- * the ajv schema and every lookup table, so a request only runs compiled code. Throws
- * SchemaError for field limits that cannot be enforced (a non-numeric `min`, say).
+ * Compiles a collection's validator. Call it once per collection (at router setup): it builds the
+ * ajv schema, so a request only runs compiled code.
  */
 export function compileValidator(collection: CollectionSchema): RecordValidator {
-  const plans: FieldPlan[] = collection.fields
-    .filter((f) => !f.system)
-    .map((field, i) => ({ field, key: `f${i}`, modifiers: classifyModifiers(field) }));
+  const plans: FieldPlan[] = collection.fields.filter((f) => !f.system).map((field, i) => ({ field, key: `f${i}` }));
   const planByKey = new Map(plans.map((p) => [p.key, p]));
-  const targets = new Map<string, KeyTarget>();
-  for (const plan of plans) {
-    const name = plan.field.name;
-    targets.set(name, { plan, operation: 'set' });
-    if (plan.modifiers === 'none') continue;
-    targets.set(`${name}+`, { plan, operation: 'append' });
-    targets.set(`${name}-`, { plan, operation: 'remove' });
-    if (plan.modifiers !== 'number') targets.set(`+${name}`, { plan, operation: 'prepend' });
-  }
   const checkConstraints = compileAjv(collection, plans);
 
-  /** Groups the body's recognised keys by field; everything else is ignored on purpose. */
-  function collectOperations(input: Record<string, unknown>): Map<FieldPlan, Map<Operation, unknown>> {
-    const byPlan = new Map<FieldPlan, Map<Operation, unknown>>();
-    for (const key of Object.keys(input)) {
-      const target = targets.get(key);
-      if (target === undefined) continue;
-      const operations = byPlan.get(target.plan) ?? new Map<Operation, unknown>();
-      operations.set(target.operation, input[key]);
-      byPlan.set(target.plan, operations);
-    }
-    return byPlan;
-  }
-
-  /** The stored value of a field in record-value shape (a Date from the driver becomes a string). */
-  function readExisting(plan: FieldPlan, existing: Record<string, unknown> | undefined): unknown {
-    const { found, value } = readOwn(existing, plan.field.name);
-    if (!found || value === undefined) return emptyValueOf(plan.field);
-    if (plan.field.storage === 'json') return value;
-    const coerced = coerceFieldValue(plan.field, value, 'json');
-    return coerced.ok ? coerced.value : value;
-  }
-
   /** Runs the code-level checks that ajv cannot express; null when the field passes them. */
-  function checkInCode(plan: FieldPlan, value: unknown, context: { touched: boolean; previous: unknown; uploaded: ReadonlySet<string> }): FieldError | null {
-    const { field } = plan;
+  function checkInCode(field: FieldSchema, value: unknown, context: { touched: boolean; previous: unknown; uploaded: ReadonlySet<string> }): FieldError | null {
     if (field.required && isEmptyValue(field, value)) return createFieldError('validation_required', 'Cannot be blank.');
     if (field.type === 'file' && context.touched) {
-      const known = new Set(readList(plan, context.previous));
-      const unknown = readList(plan, value).find((name) => !known.has(name) && !context.uploaded.has(name));
+      const known = new Set(listNames(context.previous));
+      const unknown = listNames(value).find((name) => !known.has(name) && !context.uploaded.has(name));
       if (unknown !== undefined) {
         return createFieldError('validation_invalid_value', `Unknown file ${quoteValue(unknown)}; new files must be uploaded.`);
       }
@@ -391,44 +251,37 @@ export function compileValidator(collection: CollectionSchema): RecordValidator 
   }
 
   function validate(options: ValidateOptions): Record<string, unknown> {
-    const { input } = options;
-    if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-      throw new BadRequestError('The request body must be an object.');
-    }
-    const existing = options.existing !== null && typeof options.existing === 'object' ? options.existing : undefined;
-    const source = options.source ?? 'json';
-    const operationsByPlan = collectOperations(input);
+    const { data } = options;
     const values = new Map<FieldPlan, unknown>();
     const errors = new Map<FieldPlan, FieldError>();
-    const data: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+    const checked: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+    const earlier = options.errors ?? {};
 
     for (const plan of plans) {
-      const previous = readExisting(plan, existing);
-      const operations = operationsByPlan.get(plan);
+      const { field } = plan;
+      const failed = Object.prototype.hasOwnProperty.call(earlier, field.name) ? earlier[field.name] : undefined;
+      if (failed !== undefined) {
+        errors.set(plan, failed);
+        continue;
+      }
+      const previous = readStoredValue(field, options.existing);
+      const touched = Object.prototype.hasOwnProperty.call(data, field.name);
       let value = previous;
-      if (operations !== undefined && operations.has('set')) {
-        const coerced = coerceFieldValue(plan.field, operations.get('set'), source);
+      if (touched) {
+        const coerced = coerceFieldValue(field, data[field.name], 'json');
         if (!coerced.ok) {
           errors.set(plan, coerced.error);
           continue;
         }
         value = coerced.value;
       }
-      if (operations !== undefined && plan.modifiers !== 'none' && MODIFIER_ORDER.some((op) => operations.has(op))) {
-        const modified = applyModifiers(plan, value, operations);
-        if (!modified.ok) {
-          errors.set(plan, modified.error);
-          continue;
-        }
-        value = modified.value;
-      }
       values.set(plan, value);
-      const failure = checkInCode(plan, value, { touched: operations !== undefined, previous, uploaded: options.uploadedNames ?? NO_UPLOADS });
+      const failure = checkInCode(field, value, { touched, previous, uploaded: options.uploadedNames ?? NO_UPLOADS });
       if (failure !== null) errors.set(plan, failure);
-      else if (plan.field.storage !== 'json' && !isEmptyValue(plan.field, value)) data[plan.key] = value;
+      else if (field.storage !== 'json' && !isEmptyValue(field, value)) checked[plan.key] = value;
     }
 
-    if (!checkConstraints(data)) {
+    if (!checkConstraints(checked)) {
       const best = new Map<FieldPlan, ErrorObject>();
       for (const error of checkConstraints.errors ?? []) {
         const [, key = '', ...rest] = error.instancePath.split('/');
@@ -455,18 +308,11 @@ export function compileValidator(collection: CollectionSchema): RecordValidator 
     return out;
   }
 
-  function coerceBody(options: Omit<ValidateOptions, 'existing'>): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    const { input } = options;
-    if (input === null || typeof input !== 'object' || Array.isArray(input)) return out;
-    for (const key of Object.keys(input)) {
-      const target = targets.get(key);
-      if (target === undefined || target.operation !== 'set') continue;
-      const coerced = coerceFieldValue(target.plan.field, input[key], options.source ?? 'json');
-      if (coerced.ok) defineValue(out, key, coerced.value);
-    }
-    return out;
-  }
+  return { collection, validate };
+}
 
-  return { collection, validate, coerceBody };
+/** A file field's names as a list, whichever shape it has. */
+function listNames(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return typeof value === 'string' && value !== '' ? [value] : [];
 }

@@ -1,13 +1,15 @@
 /**
- * Turns what a client sent for one field into a record value (DESIGN.md section 2: the in-memory
- * API shape of field values). Lenient on purpose: multipart bodies carry only strings, and the
- * PocketBase SDK sends numbers and booleans as their string form, so `"12"` must be a number and
- * `"true"` a boolean. What cannot be read as the field's type becomes a FieldError, never a throw,
- * so the validator can report every failing field at once.
+ * The one coercion of client values (docs/collections.md, "Values"): what a client sent for a
+ * field becomes a record value here, for validation and for `@request.body` in rules alike, and
+ * the filter compiler reads numbers, booleans and text of `@request.*` values with the same
+ * readers. Lenient on purpose: multipart bodies carry only strings, and the PocketBase SDK sends
+ * numbers and booleans as their string form, so `"12"` must be a number and `"true"` a boolean.
+ * What cannot be read as the field's type becomes a FieldError, never a throw, so the validator
+ * can report every failing field at once.
  */
 import type { FieldError } from '../errors.js';
-import type { FieldSchema } from '../schema/collection-schema.js';
-import { formatRecordDate, parseDateInput } from '../schema/record-date.js';
+import type { FieldSchema } from './collection-schema.js';
+import { formatRecordDate, parseDateInput } from './record-date.js';
 
 /** Where the input came from: multipart parts are strings, so JSON fields must be parsed from them. */
 export type InputSource = 'json' | 'multipart';
@@ -106,7 +108,7 @@ function unwrapSingle(field: FieldSchema, raw: unknown): CoerceResult {
 }
 
 /** Reads a scalar as a string; null for anything that is not a string, finite number or boolean. */
-function readScalarString(raw: unknown): string | null {
+export function readScalarString(raw: unknown): string | null {
   if (typeof raw === 'string') return raw;
   if (typeof raw === 'number') return Number.isFinite(raw) ? String(raw) : null;
   if (typeof raw === 'boolean') return String(raw);
@@ -119,32 +121,43 @@ function coerceText(raw: unknown): CoerceResult {
   return s === null ? fail('validation_invalid_value', 'Must be a text value.') : succeed(s);
 }
 
+/**
+ * Reads a number: a finite number, or a decimal string (sign, fraction and exponent allowed,
+ * surrounding whitespace ignored). Anything else, `""` included, is undefined.
+ */
+export function readNumber(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? (raw === 0 ? 0 : raw) : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const s = raw.trim();
+  if (!NUMERIC_STRING.test(s)) return undefined;
+  const n = Number(s);
+  return Number.isFinite(n) ? (n === 0 ? 0 : n) : undefined;
+}
+
+/**
+ * Reads a boolean: `true`/`false`, `1`/`0`, and the strings `true`, `1`, `false`, `0` in any case
+ * with surrounding whitespace; `""` is false (an unticked form field). Anything else is undefined.
+ */
+export function readBool(raw: unknown): boolean | undefined {
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 1 || raw === 0) return raw === 1;
+  if (typeof raw !== 'string') return undefined;
+  const s = raw.trim().toLowerCase();
+  if (s === 'true' || s === '1') return true;
+  if (s === 'false' || s === '0' || s === '') return false;
+  return undefined;
+}
+
 function coerceNumber(raw: unknown): CoerceResult {
-  if (raw === null || raw === undefined || raw === '') return succeed(null);
-  if (typeof raw === 'number') {
-    return Number.isFinite(raw) ? succeed(raw === 0 ? 0 : raw) : fail('validation_invalid_number', 'Must be a valid number.');
-  }
-  if (typeof raw === 'string') {
-    const s = raw.trim();
-    if (s === '') return succeed(null);
-    if (NUMERIC_STRING.test(s)) {
-      const n = Number(s);
-      if (Number.isFinite(n)) return succeed(n === 0 ? 0 : n);
-    }
-  }
-  return fail('validation_invalid_number', 'Must be a valid number.');
+  if (raw === null || raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return succeed(null);
+  const n = readNumber(raw);
+  return n === undefined ? fail('validation_invalid_number', 'Must be a valid number.') : succeed(n);
 }
 
 function coerceBool(raw: unknown): CoerceResult {
   if (raw === null || raw === undefined) return succeed(false);
-  if (typeof raw === 'boolean') return succeed(raw);
-  if (raw === 1 || raw === 0) return succeed(raw === 1);
-  if (typeof raw === 'string') {
-    const s = raw.trim().toLowerCase();
-    if (s === 'true' || s === '1') return succeed(true);
-    if (s === 'false' || s === '0' || s === '') return succeed(false);
-  }
-  return fail('validation_invalid_value', 'Must be a boolean.');
+  const b = readBool(raw);
+  return b === undefined ? fail('validation_invalid_value', 'Must be a boolean.') : succeed(b);
 }
 
 function coerceDate(raw: unknown): CoerceResult {

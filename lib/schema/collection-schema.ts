@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
-import { parseThumbnailRequest } from '../files/thumbnail-spec.js';
 import type { CollectionDefinition, FieldDefinition, FieldType, FileFieldDefinition, Rule } from './definitions.js';
+import { parseThumbSize } from './thumb-size.js';
 
 /**
  * How a field's value is kept in its column. The query compiler and the record service read
@@ -87,6 +87,44 @@ const FIELD_TYPES: readonly FieldType[] = ['text', 'number', 'bool', 'email', 'u
 /** Postgres truncates identifiers beyond 63 bytes; refusing them keeps names unambiguous. */
 const MAX_IDENTIFIER = 63;
 
+/** The keys each part of a definition may have: anything else is a typo or another product's option. */
+const COLLECTION_KEYS = ['name', 'id', 'fields', 'rules', 'indexes'];
+const RULE_KEYS = ['list', 'view', 'create', 'update', 'delete'];
+const INDEX_KEYS = ['fields', 'unique'];
+const FIELD_BASE_KEYS = ['name', 'type', 'required', 'hidden'];
+const FIELD_KEYS: Readonly<Record<FieldType, readonly string[]>> = {
+  text: ['min', 'max', 'pattern'],
+  number: ['min', 'max', 'onlyInt'],
+  bool: [],
+  email: [],
+  url: [],
+  date: [],
+  select: ['values', 'maxSelect'],
+  json: ['maxSize'],
+  relation: ['collection', 'maxSelect', 'cascadeDelete'],
+  file: ['maxSelect', 'maxSize', 'mimeTypes', 'thumbs', 'protected'],
+};
+
+/**
+ * Refuses keys a definition part does not know, naming the first and the known ones. PocketBase's
+ * `listRule`-style keys get a pointer to `rules`, since that is the likeliest cause.
+ */
+function checkKnownKeys(where: string, value: object, known: readonly string[]): void {
+  const unknown = Object.keys(value).find((key) => !known.includes(key));
+  if (unknown === undefined) return;
+  const rule = /^(list|view|create|update|delete)Rule$/.exec(unknown);
+  const hint = rule ? ` (rules are written as rules: { ${rule[1]}: ... })` : ` (known: ${known.join(', ')})`;
+  throw new SchemaError(`${where}: unknown key "${unknown}"${hint}`);
+}
+
+/** Refuses a limit that validation could not enforce (a negative length, a non-numeric bound). */
+function checkLimit(where: string, options: { name: string; value: unknown; integer: boolean }): void {
+  const { value } = options;
+  if (value === undefined) return;
+  const ok = typeof value === 'number' && Number.isFinite(value) && (!options.integer || (Number.isInteger(value) && value >= 0));
+  if (!ok) throw new SchemaError(`${where}: ${options.name} must be ${options.integer ? 'a non-negative integer' : 'a finite number'}`);
+}
+
 const SYSTEM_FIELDS: readonly FieldSchema[] = [
   { name: 'id', type: 'id', column: 'id', storage: 'text', multiple: false, hidden: false, required: true, system: true },
   { name: 'created', type: 'autodate', column: 'created', storage: 'date', multiple: false, hidden: false, required: false, system: true },
@@ -133,6 +171,17 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
   if (!FIELD_TYPES.includes(def.type)) {
     throw new SchemaError(`${where}: unknown type "${String((def as { type: unknown }).type)}" (one of ${FIELD_TYPES.join(', ')})`);
   }
+  checkKnownKeys(where, def, [...FIELD_BASE_KEYS, ...FIELD_KEYS[def.type]]);
+  if (def.type === 'text') {
+    checkLimit(where, { name: 'min', value: def.min, integer: true });
+    checkLimit(where, { name: 'max', value: def.max, integer: true });
+    if (def.pattern !== undefined && typeof def.pattern !== 'string') throw new SchemaError(`${where}: pattern must be a string`);
+  }
+  if (def.type === 'number') {
+    checkLimit(where, { name: 'min', value: def.min, integer: false });
+    checkLimit(where, { name: 'max', value: def.max, integer: false });
+  }
+  if (def.type === 'json') checkLimit(where, { name: 'maxSize', value: def.maxSize, integer: true });
   if (def.type === 'select' && (!Array.isArray(def.values) || def.values.length === 0 || def.values.some((v) => typeof v !== 'string'))) {
     throw new SchemaError(`${where}: a select field needs "values", a non-empty array of strings`);
   }
@@ -178,17 +227,16 @@ function checkFileOptions(where: string, def: FileFieldDefinition): void {
   if (def.thumbs !== undefined) {
     if (!Array.isArray(def.thumbs)) throw new SchemaError(`${where}: thumbs must be an array of sizes such as "100x100"`);
     for (const size of def.thumbs) {
-      try {
-        parseThumbnailRequest({ thumb: size }, {});
-      } catch {
-        throw new SchemaError(`${where}: thumbs entry ${JSON.stringify(size)} is not a thumbnail size (WxH, 0xH, Wx0 or WxH with t, b or f; sides up to 2048)`);
-      }
+      const parsed = parseThumbSize(size);
+      if ('error' in parsed) throw new SchemaError(`${where}: thumbs entry ${JSON.stringify(size)} is not a thumbnail size: ${parsed.error}`);
     }
   }
 }
 
 function checkRules(collection: string, def: CollectionDefinition): ResolvedRules {
   const rules = def.rules ?? {};
+  if (typeof rules !== 'object' || rules === null) throw new SchemaError(`collection "${collection}": "rules" must be an object`);
+  checkKnownKeys(`collection "${collection}", rules`, rules, RULE_KEYS);
   const out: Record<string, Rule> = {};
   for (const action of ['list', 'view', 'create', 'update', 'delete'] as const) {
     const rule = rules[action];
@@ -205,6 +253,7 @@ function checkIndexes(def: CollectionDefinition, field: (name: string) => FieldS
     if (!index || !Array.isArray(index.fields) || index.fields.length === 0) {
       throw new SchemaError(`collection "${def.name}": index ${i} needs "fields", a non-empty array`);
     }
+    checkKnownKeys(`collection "${def.name}", index ${i}`, index, INDEX_KEYS);
     const columns = index.fields.map((raw) => {
       const descending = raw.startsWith('-');
       const name = descending ? raw.slice(1) : raw;
@@ -230,7 +279,10 @@ function checkCollection(def: CollectionDefinition): CollectionSchema {
   if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name) || def.name.length > MAX_IDENTIFIER) {
     throw new SchemaError(`collection "${String(def.name)}": a collection name must match [a-z_][a-z0-9_]* (at most ${MAX_IDENTIFIER} characters)`);
   }
-  if (def.name.startsWith('_rb')) throw new SchemaError(`collection "${def.name}": names starting with "_rb" are reserved`);
+  if (def.name.startsWith('_rb') || def.name.startsWith('_recordbase')) {
+    throw new SchemaError(`collection "${def.name}": names starting with "_rb" or "_recordbase" are reserved`);
+  }
+  checkKnownKeys(`collection "${def.name}"`, def, COLLECTION_KEYS);
   const id = def.id ?? deriveCollectionId(def.name);
   if (typeof id !== 'string' || !COLLECTION_ID.test(id)) {
     throw new SchemaError(`collection "${def.name}": id must match [A-Za-z0-9_]{1,63}`);

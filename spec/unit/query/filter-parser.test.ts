@@ -114,7 +114,7 @@ describe('totality: random input only ever yields SQL or a BadRequestError', () 
       const length = 1 + Math.floor(random() * 12);
       let filter = '';
       for (let j = 0; j < length; j++) filter += PIECES[Math.floor(random() * PIECES.length)];
-      for (const ctx of [postsContext(), postsContext({ isRule: true })]) {
+      for (const ctx of [postsContext(), postsContext({ mode: 'rule' })]) {
         try {
           const { sql, bindings } = compileFilter(filter, ctx);
           expect(sql.split('?').length - 1).toBe(bindings.length);

@@ -76,5 +76,5 @@ export const alice: RequestInfo = {
 
 /** A filter context on posts as seen by a normal user, overridable per case. */
 export function postsContext(overrides: Partial<FilterContext> = {}): FilterContext {
-  return { registry, collection: posts, alias: 'r', request: alice, now: NOW, ...overrides };
+  return { registry, collection: posts, alias: 'r', request: alice, mode: 'user', now: NOW, ...overrides };
 }

@@ -16,7 +16,7 @@ const posts = guardedRegistry.get('posts')!;
 const comments = guardedRegistry.get('comments')!;
 
 function context(overrides: Partial<FilterContext> = {}): FilterContext {
-  return { registry: guardedRegistry, collection: posts, alias: 'r', request: alice, now: NOW, ...overrides };
+  return { registry: guardedRegistry, collection: posts, alias: 'r', request: alice, mode: 'user', now: NOW, ...overrides };
 }
 
 const userCases: Case[] = [
@@ -53,10 +53,10 @@ describe('target view rules in client filters', () => {
     expect(compileFilter(filter, context())).toEqual({ sql, bindings });
   });
 
-  test('a guest gets the rule with his own (empty) identity', () => {
+  test('a guest never matches a rule comparing a field with his (empty) identity: the hop sees nothing', () => {
     expect(compileFilter("author.email ~ 'admin@'", context({ request: guest }))).toEqual({
-      sql: "COALESCE((SELECT \"r1\".\"email\" FROM \"users\" \"r1\" WHERE \"r1\".\"id\" = \"r\".\"author\" AND (\"r1\".\"id\" = ?::text)), '') ILIKE ?::text",
-      bindings: ['', '%admin@%'],
+      sql: "COALESCE((SELECT \"r1\".\"email\" FROM \"users\" \"r1\" WHERE \"r1\".\"id\" = \"r\".\"author\" AND (FALSE)), '') ILIKE ?::text",
+      bindings: ['%admin@%'],
     });
   });
 
@@ -67,21 +67,12 @@ describe('target view rules in client filters', () => {
     });
   });
 
-  test.each(unrestricted)('superuser (canSeeHidden): %s', (filter, sql, bindings) => {
-    expect(compileFilter(filter, context({ canSeeHidden: true, allowCollectionRefs: true }))).toEqual({ sql, bindings });
+  test.each(unrestricted)('superuser mode: %s', (filter, sql, bindings) => {
+    expect(compileFilter(filter, context({ mode: 'superuser' }))).toEqual({ sql, bindings });
   });
 
-  test.each(unrestricted)('rule mode (isRule), even with applyTargetRules: %s', (filter, sql, bindings) => {
-    expect(compileFilter(filter, context({ isRule: true }))).toEqual({ sql, bindings });
-    expect(compileFilter(filter, context({ isRule: true, applyTargetRules: true }))).toEqual({ sql, bindings });
-  });
-
-  test('applyTargetRules overrides the default of canSeeHidden', () => {
-    const [, restrictedSql, restrictedBindings] = userCases[0];
-    const [, openSql, openBindings] = unrestricted[0];
-    const filter = userCases[0][0];
-    expect(compileFilter(filter, context({ applyTargetRules: false }))).toEqual({ sql: openSql, bindings: openBindings });
-    expect(compileFilter(filter, context({ canSeeHidden: true, applyTargetRules: true }))).toEqual({ sql: restrictedSql, bindings: restrictedBindings });
+  test.each(unrestricted)('rule mode: %s', (filter, sql, bindings) => {
+    expect(compileFilter(filter, context({ mode: 'rule' }))).toEqual({ sql, bindings });
   });
 
   test.each(userCases)('%s has one binding per "?" and never "??"', (filter) => {
@@ -100,19 +91,25 @@ describe('target view rules in sort', () => {
     sql: "COALESCE((SELECT \"r1\".\"name\" FROM \"users\" \"r1\" WHERE \"r1\".\"id\" = \"r\".\"author\"), '') ASC, COALESCE((SELECT \"r2\".\"code\" FROM \"vaults\" \"r2\" WHERE \"r2\".\"id\" = \"r\".\"vault\"), '') DESC, \"r\".\"id\" DESC",
     bindings: [],
   };
-  const base = { registry: guardedRegistry, collection: posts, alias: 'r', now: NOW };
+  const base = { registry: guardedRegistry, collection: posts, alias: 'r', mode: 'user' as const, now: NOW };
 
   test('with the request, a non-superuser hop sees only viewable targets (null rule: none)', () => {
     expect(compileSort('author.name,-vault.code', { ...base, request: alice })).toEqual(restricted);
   });
   test('two-hop sort: bindings of both hops in order', () => {
-    expect(compileSort('-author.best.age', { ...base, request: guest })).toEqual({
+    expect(compileSort('-author.best.age', { ...base, request: alice })).toEqual({
       sql: "(SELECT \"r2\".\"age\" FROM \"users\" \"r2\" WHERE \"r2\".\"id\" = (SELECT \"r1\".\"best\" FROM \"users\" \"r1\" WHERE \"r1\".\"id\" = \"r\".\"author\" AND (\"r1\".\"id\" = ?::text)) AND (\"r2\".\"id\" = ?::text)) DESC, \"r\".\"id\" DESC",
-      bindings: ['', ''],
+      bindings: [A, A],
+    });
+  });
+  test('a guest sorting through an owner-only target sees no target at all', () => {
+    expect(compileSort('-author.best.age', { ...base, request: guest })).toEqual({
+      sql: "(SELECT \"r2\".\"age\" FROM \"users\" \"r2\" WHERE \"r2\".\"id\" = (SELECT \"r1\".\"best\" FROM \"users\" \"r1\" WHERE \"r1\".\"id\" = \"r\".\"author\" AND (FALSE)) AND (FALSE)) DESC, \"r\".\"id\" DESC",
+      bindings: [],
     });
   });
   test('superusers, and callers that pass no request, are not restricted', () => {
-    expect(compileSort('author.name,-vault.code', { ...base, request: alice, canSeeHidden: true })).toEqual(open);
+    expect(compileSort('author.name,-vault.code', { ...base, request: alice, mode: 'superuser' })).toEqual(open);
     expect(compileSort('author.name,-vault.code', base)).toEqual(open);
   });
   test('fields of the collection itself carry no bindings', () => {

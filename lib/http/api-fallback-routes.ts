@@ -1,0 +1,39 @@
+import express, { type Router } from 'express';
+import { NotFoundError } from '../errors.js';
+
+/** PocketBase endpoints that sign users in: in recordbase that is the host's job. */
+const SIGN_IN = /^\/api\/collections\/[^/]+\/(auth-|request-|confirm-|impersonate|external-auths)/;
+/** The collections API itself (`/api/collections`, `/api/collections/{c}`, import, truncate). */
+const COLLECTIONS_API = /^\/api\/collections(\/[^/]+(\/truncate)?|\/import|\/meta\/.*)?\/?$/;
+/** PocketBase's admin endpoints. */
+const ADMIN = /^\/api\/(settings|logs|backups|crons|superusers|admins)(\/|$)/;
+
+/** Why a path under `/api/` is not served: the message of its 404. */
+function describeUnserved(path: string): string {
+  if (SIGN_IN.test(path)) {
+    return 'recordbase does not serve sign-in: authentication belongs to the host application, which turns tokens into identities through the auth() option (see docs/configuration.md).';
+  }
+  if (COLLECTIONS_API.test(path)) {
+    return 'recordbase does not serve the collections API: collections are declared in code (see docs/collections.md).';
+  }
+  if (ADMIN.test(path)) return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, backups, crons, superusers): there is no admin UI.';
+  return 'The requested endpoint does not exist.';
+}
+
+/**
+ * `GET /api/health`, and a JSON 404 for every other path under `/api/` that no route answered
+ * (docs/errors.md): never Express's HTML page, which the SDK would turn into "Something went
+ * wrong". Mount it after every other route of the router; paths outside `/api/` pass through to
+ * the host's own routes.
+ */
+export function createApiFallbackRoutes(): Router {
+  const router = express.Router();
+  router.get('/api/health', (_req, res) => {
+    res.json({ status: 200, message: 'API is healthy.', data: {} });
+  });
+  router.use('/api', (req) => {
+    // Inside this mount, req.path is what follows `/api`.
+    throw new NotFoundError(describeUnserved(`/api${req.path}`), 'route_not_found');
+  });
+  return router;
+}

@@ -1,0 +1,48 @@
+/**
+ * PocketBase's modifier keys (`tags+`, `+tags`, `tags-`, `views+`): which operation a body key or
+ * a multipart part name asks for, and which fields take which operation. The one parser of them:
+ * body keys (lib/records/field-operations.ts) and upload part names (lib/files/stage-uploads.ts)
+ * both go through parseModifierKey.
+ */
+import type { FieldSchema } from './collection-schema.js';
+
+/** What a key does to its field: the plain key sets it, `+f` prepends, `f+` appends, `f-` removes. */
+export type FieldOperationKind = 'set' | 'prepend' | 'append' | 'remove';
+
+/** The modifiers, in the order they apply after a plain value, whatever order the body lists them in. */
+export const MODIFIER_ORDER: readonly Exclude<FieldOperationKind, 'set'>[] = ['prepend', 'append', 'remove'];
+
+/**
+ * How a field takes modifiers: lists (multi-valued, or a single select/relation/file treated as a
+ * list of at most one) take all three, numbers take `f+` and `f-`, everything else none. A key a
+ * field does not take is ignored, so it is neither applied nor visible to rules.
+ */
+export type ModifierKind = 'list' | 'single-list' | 'number' | 'none';
+
+/** The modifier kind of a field. */
+export function classifyModifiers(field: FieldSchema): ModifierKind {
+  if (field.storage === 'array') return 'list';
+  if (field.storage === 'number') return 'number';
+  if (field.type === 'select' || field.type === 'relation' || field.type === 'file') return 'single-list';
+  return 'none';
+}
+
+/**
+ * Splits a body key or a multipart part name into the field it names and the operation:
+ * `tags+` appends, `+tags` prepends, `tags-` removes, anything else sets. Field names never hold
+ * `+` or `-`, so the split is unambiguous.
+ */
+export function parseModifierKey(key: string): { name: string; kind: FieldOperationKind } {
+  if (key.length > 1 && key.endsWith('+')) return { name: key.slice(0, -1), kind: 'append' };
+  if (key.length > 1 && key.startsWith('+')) return { name: key.slice(1), kind: 'prepend' };
+  if (key.length > 1 && key.endsWith('-')) return { name: key.slice(0, -1), kind: 'remove' };
+  return { name: key, kind: 'set' };
+}
+
+/** Whether `field` takes operation `kind` (a plain value always; modifiers per ModifierKind). */
+export function acceptsOperation(field: FieldSchema, kind: FieldOperationKind): boolean {
+  if (kind === 'set') return true;
+  const modifiers = classifyModifiers(field);
+  if (modifiers === 'none') return false;
+  return modifiers !== 'number' || kind !== 'prepend';
+}
