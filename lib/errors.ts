@@ -1,16 +1,99 @@
 /**
  * The one error hierarchy. Every failure a client can see is one of these; the error middleware
- * (lib/http/error-middleware.ts) maps it to the single body shape
- * `{status, message, data}`. `code` is stable and documented in docs/errors.md.
+ * (lib/http/error-middleware.ts) maps it to the single body shape `{status, message, data}`.
+ *
+ * Every code recordbase uses is in ERROR_CODES, with its status and a default message, and every
+ * field code of a 422 in FIELD_ERROR_CODES: the classes below only take codes of their own
+ * status, so a code is written once, here, and docs/errors.md lists exactly these (a test reads
+ * the page and compares).
  */
+
+/** The codes of the errors recordbase throws: status, and the message used when none is given. */
+export const ERROR_CODES = {
+  bad_request: { status: 400, message: 'The request is malformed.' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_body: { status: 400, message: 'The request body could not be read.' },
+  unsupported_body: { status: 400, message: 'Send application/json or multipart/form-data.' },
+  invalid_multipart: { status: 400, message: 'Invalid multipart body.' },
+  invalid_fields: { status: 400, message: 'Invalid fields parameter.' },
+  invalid_parameter: { status: 400, message: 'Invalid query parameter.' },
+  invalid_character: { status: 400, message: 'Text values cannot contain NUL (U+0000) characters.' },
+  invalid_filter: { status: 400, message: 'Invalid filter.' },
+  invalid_sort: { status: 400, message: 'Invalid sort.' },
+  invalid_path: { status: 400, message: 'The request path is not valid.' },
+  filter_required: { status: 400, message: 'A bulk delete needs a non-empty "filter" parameter.' },
+  relation_required: { status: 400, message: 'The record cannot be deleted: other records require it.' },
+  invalid_thumb: { status: 400, message: 'Invalid thumb.' },
+  thumb_not_allowed: { status: 400, message: 'This thumb size is not allowed for this file.' },
+  invalid_thumb_quality: { status: 400, message: 'Invalid quality: expected a whole number from 0 to 100.' },
+  invalid_thumb_format: { status: 400, message: 'Invalid format: expected webp, jpeg or png.' },
+  storage_invalid_key: { status: 400, message: 'Invalid file path.' },
+  unauthorized: { status: 401, message: 'The request requires valid authentication.' },
+  invalid_token: { status: 401, message: 'The authentication token is invalid or expired.' },
+  file_auth_required: { status: 401, message: 'This file is protected: it needs an authentication token.' },
+  invalid_file_token: { status: 401, message: 'The file token is invalid or expired.' },
+  forbidden: { status: 403, message: 'You are not allowed to perform this request.' },
+  not_found: { status: 404, message: "The requested resource wasn't found." },
+  collection_not_found: { status: 404, message: 'Missing collection.' },
+  record_not_found: { status: 404, message: "The requested record wasn't found." },
+  file_not_found: { status: 404, message: "The requested file wasn't found." },
+  route_not_found: { status: 404, message: 'The requested endpoint does not exist.' },
+  storage_not_found: { status: 404, message: "The requested file wasn't found." },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  file_too_large: { status: 413, message: 'A file is larger than the maximum allowed file size.' },
+  too_many_parts: { status: 413, message: 'The request has too many parts.' },
+  range_not_satisfiable: { status: 416, message: 'The requested range is not satisfiable.' },
+  validation_failed: { status: 422, message: 'Failed to validate the submitted data.' },
+  internal: { status: 500, message: 'Something went wrong while processing your request.' },
+  unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
+  database_unavailable: { status: 503, message: 'The database is unavailable. Try again later.' },
+  not_ready: { status: 503, message: 'recordbase could not start.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+/** A code of ERROR_CODES. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The codes of ERROR_CODES with status `S`: what a class of that status accepts. */
+export type ErrorCodeWithStatus<S extends number> = { [K in ErrorCode]: (typeof ERROR_CODES)[K]['status'] extends S ? K : never }[ErrorCode];
+
+/** The field codes of a 422's `data` (docs/errors.md, "Validation codes"). */
+export const FIELD_ERROR_CODES = [
+  'validation_required',
+  'validation_min_text_constraint',
+  'validation_max_text_constraint',
+  'validation_invalid_format',
+  'validation_invalid_email',
+  'validation_invalid_url',
+  'validation_invalid_date',
+  'validation_invalid_number',
+  'validation_min_number',
+  'validation_max_number',
+  'validation_not_integer',
+  'validation_invalid_value',
+  'validation_too_many_values',
+  'validation_missing_rel_records',
+  'validation_not_unique',
+  'validation_invalid_json',
+  'validation_json_size_limit',
+  'validation_too_many_files',
+  'validation_file_size_limit',
+  'validation_invalid_mime_type',
+] as const;
+
+/** A code of FIELD_ERROR_CODES. */
+export type FieldErrorCode = (typeof FIELD_ERROR_CODES)[number];
 
 /** One entry of a validation error's `data`, keyed by field name. */
 export interface FieldError {
-  code: string;
+  code: FieldErrorCode;
   message: string;
 }
 
-/** Base class: an error with an HTTP status, a stable code and a client-safe message. */
+/**
+ * Base class: an error with an HTTP status, a stable code and a client-safe message. recordbase's
+ * own errors come from the subclasses, whose codes are in ERROR_CODES; a host (in a hook, or its
+ * own adapter) may construct one directly with any status and code of its own.
+ */
 export class RecordbaseError extends Error {
   readonly status: number;
   readonly code: string;
@@ -25,59 +108,65 @@ export class RecordbaseError extends Error {
   }
 }
 
+/** The constructor options of one of our codes: status and default message from ERROR_CODES. */
+export function describeError(code: ErrorCode, message?: string, cause?: unknown): { status: number; code: ErrorCode; message: string; cause?: unknown } {
+  const entry = ERROR_CODES[code];
+  return { status: entry.status, code, message: message ?? entry.message, cause };
+}
+
 /** 400: the request itself is malformed (bad JSON, bad filter, bad parameters). */
 export class BadRequestError extends RecordbaseError {
-  constructor(message: string, code = 'bad_request', cause?: unknown) {
-    super({ status: 400, code, message, cause });
+  constructor(message: string, code: ErrorCodeWithStatus<400> = 'bad_request', cause?: unknown) {
+    super(describeError(code, message, cause));
   }
 }
 
 /** 401: the operation needs an identity and the request has none (or auth() threw). */
 export class UnauthorizedError extends RecordbaseError {
-  constructor(message = 'The request requires valid authentication.', code = 'unauthorized') {
-    super({ status: 401, code, message });
+  constructor(message?: string, code: ErrorCodeWithStatus<401> = 'unauthorized') {
+    super(describeError(code, message));
   }
 }
 
 /** 403: a collection rule refused the operation. */
 export class ForbiddenError extends RecordbaseError {
-  constructor(message = 'You are not allowed to perform this request.', code = 'forbidden') {
-    super({ status: 403, code, message });
+  constructor(message?: string, code: ErrorCodeWithStatus<403> = 'forbidden') {
+    super(describeError(code, message));
   }
 }
 
 /** 404: missing collection, record or file (also: a view/update/delete rule that hides the record). */
 export class NotFoundError extends RecordbaseError {
-  constructor(message = "The requested resource wasn't found.", code = 'not_found') {
-    super({ status: 404, code, message });
+  constructor(message?: string, code: ErrorCodeWithStatus<404> = 'not_found') {
+    super(describeError(code, message));
   }
 }
 
 /** 413: an uploaded file or the request body is over its limit. */
 export class PayloadTooLargeError extends RecordbaseError {
-  constructor(message = 'The request body is too large.', code = 'payload_too_large') {
-    super({ status: 413, code, message });
+  constructor(message?: string, code: ErrorCodeWithStatus<413> = 'payload_too_large') {
+    super(describeError(code, message));
   }
 }
 
 /** 422: submitted data failed validation; `data` is keyed by field. */
 export class ValidationError extends RecordbaseError {
-  constructor(data: Record<string, FieldError>, message = 'Failed to validate the submitted data.') {
-    super({ status: 422, code: 'validation_failed', message, data });
+  constructor(data: Record<string, FieldError>, message?: string) {
+    super({ ...describeError('validation_failed', message), data });
   }
 }
 
 /** 503: the database is unreachable, or the router is not (or could not get) ready. */
 export class UnavailableError extends RecordbaseError {
-  constructor(message = 'The service is temporarily unavailable.', code = 'unavailable', cause?: unknown) {
-    super({ status: 503, code, message, cause });
+  constructor(message?: string, code: ErrorCodeWithStatus<503> = 'unavailable', cause?: unknown) {
+    super(describeError(code, message, cause));
   }
 }
 
 /** 500: anything unexpected. The message stays generic; the cause goes to the logger only. */
 export class InternalError extends RecordbaseError {
   constructor(cause?: unknown) {
-    super({ status: 500, code: 'internal', message: 'Something went wrong while processing your request.', cause });
+    super(describeError('internal', undefined, cause));
   }
 }
 

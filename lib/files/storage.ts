@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { RecordbaseError } from '../errors.js';
+import { describeError, RecordbaseError } from '../errors.js';
 
 /**
  * The storage adapter contract: where uploaded files and thumbnails live.
@@ -142,7 +142,7 @@ export class StorageNotFoundError extends RecordbaseError {
   readonly key: string;
 
   constructor(key: string) {
-    super({ status: 404, code: 'storage_not_found', message: "The requested file wasn't found." });
+    super(describeError('storage_not_found'));
     this.key = key;
   }
 }
@@ -158,7 +158,7 @@ export class InvalidStorageKeyError extends RecordbaseError {
   readonly reason: string;
 
   constructor(key: string, reason: string) {
-    super({ status: 400, code: 'storage_invalid_key', message: `Invalid file path: ${reason}.` });
+    super(describeError('storage_invalid_key', `Invalid file path: ${reason}.`));
     this.key = key;
     this.reason = reason;
   }

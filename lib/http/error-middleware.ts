@@ -3,7 +3,7 @@ import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError }
 import type { Logger } from './logger.js';
 
 /** Sends the one error body shape (DESIGN.md section 7). */
-export function sendError(res: Response, error: RecordbaseError): void {
+function sendError(res: Response, error: RecordbaseError): void {
   res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
 }
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import { NotFoundError, RecordbaseError } from '../errors.js';
+import { describeError, NotFoundError, RecordbaseError } from '../errors.js';
 import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { ByteRange, Storage, StoredObjectInfo } from '../files/storage.js';
 
@@ -33,7 +33,7 @@ export interface SendStoredFileOptions {
  */
 export class RangeNotSatisfiableError extends RecordbaseError {
   constructor() {
-    super({ status: 416, code: 'range_not_satisfiable', message: 'The requested range is not satisfiable.' });
+    super(describeError('range_not_satisfiable'));
   }
 }
 

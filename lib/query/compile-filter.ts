@@ -69,7 +69,7 @@ export interface TargetRuleOptions {
  * rule (no record is visible), undefined for `""` (no condition), otherwise the rule compiled in
  * rule mode for the same request. Rule mode applies no target rules itself, so this never recurses.
  */
-export function compileTargetViewRule(options: TargetRuleOptions & { target: CollectionSchema; alias: string }): SqlFragment | undefined {
+function compileTargetViewRule(options: TargetRuleOptions & { target: CollectionSchema; alias: string }): SqlFragment | undefined {
   const rule = options.target.rules.view;
   if (rule === null) return rawSql('FALSE');
   if (rule.trim() === '') return undefined;
@@ -558,7 +558,7 @@ function toText(expr: SqlFragment, storage: StorageKind): SqlFragment {
  * The ILIKE pattern for `~`: `\` and `_` are always literal (escaped with `\`, ILIKE's default
  * escape); without a `%` the value is wrapped as `%value%`, with one the user's `%` are wildcards.
  */
-export function toLikePattern(value: string): string {
+function toLikePattern(value: string): string {
   const escaped = value.replace(/[\\_]/g, (c) => '\\' + c);
   return value.includes('%') ? escaped : `%${escaped}%`;
 }

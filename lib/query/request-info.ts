@@ -9,7 +9,11 @@ export interface RequestInfo {
   auth: Identity | null;
   /** Query string parameters (`@request.query.<name>`); repeated parameters keep the first value. */
   query: Record<string, string>;
-  /** The submitted body fields (`@request.body.<field>`), already coerced to field types where known. */
+  /**
+   * `@request.body.<field>`: in a write's rules, the values the write will store (the normalised
+   * write of lib/records/normalize-write.ts, set by the record service); `{}` for every other rule
+   * and for filters.
+   */
   body: Record<string, unknown>;
   /** Upper-case HTTP method (`@request.method`). */
   method: string;

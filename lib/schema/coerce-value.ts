@@ -7,7 +7,7 @@
  * What cannot be read as the field's type becomes a FieldError, never a throw, so the validator
  * can report every failing field at once.
  */
-import type { FieldError } from '../errors.js';
+import type { FieldError, FieldErrorCode } from '../errors.js';
 import type { FieldSchema } from './collection-schema.js';
 import { formatRecordDate, parseDateInput } from './record-date.js';
 
@@ -31,7 +31,7 @@ const NUMERIC_STRING = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 const MAX_QUOTED = 40;
 
 /** Builds the `{code, message}` pair a ValidationError carries for one field. */
-export function createFieldError(code: string, message: string): FieldError {
+export function createFieldError(code: FieldErrorCode, message: string): FieldError {
   return { code, message };
 }
 
@@ -45,7 +45,7 @@ function succeed(value: unknown): CoerceResult {
   return { ok: true, value };
 }
 
-function fail(code: string, message: string): CoerceResult {
+function fail(code: FieldErrorCode, message: string): CoerceResult {
   return { ok: false, error: createFieldError(code, message) };
 }
 

@@ -11,7 +11,7 @@ export interface AppliedCollection {
   fields: { name: string; type: string; multiple: boolean }[];
 }
 
-/** What the database holds now, as read by lib/db/introspect-database.ts. */
+/** What the database holds now, as read by readDatabaseState (lib/db/sync-database-schema.ts). */
 export interface DatabaseState {
   /** Table name -> column name -> information_schema data_type. */
   tables: Map<string, Map<string, string>>;
