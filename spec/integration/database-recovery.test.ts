@@ -8,6 +8,7 @@ import supertest from 'supertest';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { listFilesUnder } from '../support/file-fixtures.js';
 import { createMemoryLogger } from '../support/test-app.js';
+import { testKnexLog } from '../support/test-database.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 // This suite stops and restarts a database, so it runs its own throwaway server, never :5432.
@@ -23,7 +24,7 @@ describe('a Postgres restart under a running router', () => {
   beforeAll(async () => {
     pg = await startThrowawayPostgres();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'rb-recovery-'));
-    db = knexFactory({ client: 'pg', connection: pg.url, pool: { min: 0, max: 4 }, acquireConnectionTimeout: 3000 });
+    db = knexFactory({ client: 'pg', connection: pg.url, pool: { min: 0, max: 4 }, acquireConnectionTimeout: 3000, log: testKnexLog });
     router = createRecordsRouter({
       collections: [
         { name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: '', view: '', create: '', update: '' } },

@@ -181,9 +181,14 @@ describe.each(testEngines())('multipart uploads on %s', (engine) => {
       expect(spooledFiles(app)).toEqual([]);
     });
 
-    test('a declared Content-Length over maxBodySize is refused before the body is read', async () => {
+    test('a declared Content-Length over maxBodySize is refused before the body is read; nothing is stored', async () => {
+      const before = { rows: await countAlbums(), files: storageFiles(app) };
       const res = await app.http.post(url('albums/records')).set('Content-Type', 'multipart/form-data; boundary=x').set('Content-Length', '900000').send(Buffer.alloc(10));
       expect(res.status).toBe(413);
+      expect(res.body).toEqual({ status: 413, message: expect.any(String), data: {} });
+      expect(await countAlbums()).toBe(before.rows);
+      expect(storageFiles(app)).toEqual(before.files);
+      expect(spooledFiles(app)).toEqual([]);
     });
 
     test("the field's maxSize, sniffed MIME type and maxSelect answer 422 under the field's key; nothing is stored", async () => {

@@ -9,6 +9,7 @@ import { createRecordsRouter, SchemaError, type RecordsRouter } from '../../lib/
 import { resolveOptions } from '../../lib/options.js';
 import { openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
 import { createMemoryLogger } from '../support/test-app.js';
+import { testKnexLog } from '../support/test-database.js';
 
 const notes = [{ name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: { list: '', view: '', create: '' } }];
 
@@ -54,7 +55,7 @@ describe('router lifecycle', () => {
 
   test('a database that cannot be reached: ready rejects and every request is a 503 carrying the reason', async () => {
     const logger = createMemoryLogger();
-    const database = knexFactory({ client: 'pg', connection: 'postgres://postgres@127.0.0.1:1/none', pool: { min: 0, max: 1 }, acquireConnectionTimeout: 2000 });
+    const database = knexFactory({ client: 'pg', connection: 'postgres://postgres@127.0.0.1:1/none', pool: { min: 0, max: 1 }, acquireConnectionTimeout: 2000, log: testKnexLog });
     const router = createRecordsRouter({ collections: notes, database, logger });
     await expect(router.ready).rejects.toThrow();
     const { http, server } = await serve(router);

@@ -1,7 +1,7 @@
 import knex from 'knex';
 import { createRecordsRouter, SchemaError, type CollectionDefinition } from '../../lib/index.js';
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
-import { testEngines } from '../support/test-database.js';
+import { testEngines, testKnexLog } from '../support/test-database.js';
 import { ALICE, BOB, P, ROOT } from '../support/query-fixtures.js';
 
 /**
@@ -285,7 +285,7 @@ describe('rule and definition mistakes stop the start', () => {
 
   /** The checks run in createRecordsRouter itself, before any database is touched: a Knex that never connects is enough. */
   async function creationError(collections: unknown): Promise<unknown> {
-    const database = knex({ client: 'pg', connection: 'postgres://127.0.0.1:1/never' });
+    const database = knex({ client: 'pg', connection: 'postgres://127.0.0.1:1/never', log: testKnexLog });
     try {
       const router = createRecordsRouter({ collections: collections as CollectionDefinition[], database, logger: createMemoryLogger(), fileSweep: false });
       await router.close();

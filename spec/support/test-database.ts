@@ -2,6 +2,25 @@ import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
 
+/**
+ * Knex's own log for test databases: Knex prints pool and connection errors to the console,
+ * which the outage tests cause on purpose; routed here they stay out of the run's output, so a
+ * real warning stands out. `lines` keeps them for a test that wants to look.
+ */
+export const testKnexLog = {
+  lines: [] as string[],
+  warn(message: unknown) {
+    testKnexLog.lines.push(String(message));
+  },
+  error(message: unknown) {
+    testKnexLog.lines.push(String(message));
+  },
+  deprecate(message: unknown) {
+    testKnexLog.lines.push(String(message));
+  },
+  debug() {},
+};
+
 /** The two engines every integration suite runs against. */
 export type Engine = 'pglite' | 'postgres';
 
@@ -28,10 +47,10 @@ export async function openTestDatabase(engine: Engine): Promise<TestDatabase> {
   }
   const url = process.env.RB_TEST_POSTGRES!;
   const schema = `rbtest_${randomBytes(6).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 }, log: testKnexLog });
   await admin.raw(`CREATE SCHEMA "${schema}"`);
   await admin.destroy();
-  const db = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 5 } });
+  const db = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 5 }, log: testKnexLog });
   return {
     engine,
     db,
