@@ -1,13 +1,13 @@
 import PocketBase, { ClientResponseError } from 'pocketbase';
 import type { CollectionDefinition } from '../../lib/index.js';
 import type { TestApp } from '../support/test-app.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 
-const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
 
 /** The collections the SDK suite runs against. */
 export function sdkCollections(): CollectionDefinition[] {
   return [
-    { name: 'users', fields: [{ name: 'name', type: 'text', required: true }], rules: OPEN },
+    { name: 'users', fields: [{ name: 'name', type: 'text', required: true }], rules: OPEN_RULES },
     {
       name: 'articles',
       fields: [
@@ -21,7 +21,7 @@ export function sdkCollections(): CollectionDefinition[] {
         { name: 'author', type: 'relation', collection: 'users' },
         { name: 'editors', type: 'relation', collection: 'users', maxSelect: 5 },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     {
       name: 'comments',
@@ -29,7 +29,7 @@ export function sdkCollections(): CollectionDefinition[] {
         { name: 'text', type: 'text' },
         { name: 'article', type: 'relation', collection: 'articles' },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     {
       name: 'items',
@@ -37,7 +37,7 @@ export function sdkCollections(): CollectionDefinition[] {
         { name: 'n', type: 'number' },
         { name: 'parity', type: 'text' },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     {
       name: 'drafts',
@@ -65,7 +65,7 @@ export function sdkCollections(): CollectionDefinition[] {
         { name: 'note', type: 'text' },
         { name: 'day', type: 'date' },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     // every rule null: superusers only
     { name: 'locked', fields: [{ name: 'note', type: 'text' }] },

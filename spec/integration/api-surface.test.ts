@@ -1,5 +1,6 @@
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 
 /**
  * What a newcomer meets first: every path under /api/ answers JSON (health, and 404s that say
@@ -13,7 +14,7 @@ describe.each(testEngines())('the API surface on %s', (engine) => {
 
   beforeAll(async () => {
     app = await startTestApp(engine, {
-      collections: [{ name: 'posts', fields: [{ name: 'title', type: 'text' }], rules: { list: '', view: '', create: '', update: '', delete: '' } }],
+      collections: [{ name: 'posts', fields: [{ name: 'title', type: 'text' }], rules: OPEN_RULES }],
       logger,
       auth: (token) => {
         authCalls++;

@@ -10,6 +10,7 @@ import { listFilesUnder } from '../support/file-fixtures.js';
 import { createMemoryLogger } from '../support/test-app.js';
 import { testKnexLog } from '../support/test-database.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 
 // This suite stops and restarts a database, so it runs its own throwaway server, never :5432.
 describe('a Postgres restart under a running router', () => {
@@ -35,7 +36,7 @@ describe('a Postgres restart under a running router', () => {
             { name: 'n', type: 'number' },
             { name: 'docs', type: 'file', maxSelect: 50 },
           ],
-          rules: { list: '', view: '', create: '', update: '', delete: '' },
+          rules: OPEN_RULES,
         },
       ],
       database: db,

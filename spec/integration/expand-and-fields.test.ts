@@ -1,8 +1,8 @@
 import type { CollectionDefinition } from '../../lib/index.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 
-const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
 
 function collections(): CollectionDefinition[] {
   return [
@@ -15,7 +15,7 @@ function collections(): CollectionDefinition[] {
         { name: 'boss', type: 'relation', collection: 'people' },
       ],
       // private people are visible to their own identity only
-      rules: { ...OPEN, view: 'private = false || id = @request.auth.id' },
+      rules: { ...OPEN_RULES, view: 'private = false || id = @request.auth.id' },
     },
     { name: 'vault', fields: [{ name: 'code', type: 'text' }], rules: { create: '' } },
     {
@@ -28,7 +28,7 @@ function collections(): CollectionDefinition[] {
         { name: 'safe', type: 'relation', collection: 'vault' },
         { name: 'ghost', type: 'relation', collection: 'people', hidden: true },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     {
       name: 'notes',
@@ -36,7 +36,7 @@ function collections(): CollectionDefinition[] {
         { name: 'text', type: 'text' },
         { name: 'article', type: 'relation', collection: 'articles' },
       ],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
   ];
 }

@@ -1,4 +1,5 @@
 import type { CollectionDefinition } from '../../lib/index.js';
+import { OPEN_RULES } from './open-rules.js';
 
 /**
  * The collections most integration suites use: users, posts (every field type) and two kinds of
@@ -13,7 +14,7 @@ export function blogCollections(): CollectionDefinition[] {
         { name: 'email', type: 'email' },
         { name: 'role', type: 'select', values: ['editor', 'reader'] },
       ],
-      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      rules: OPEN_RULES,
       indexes: [{ fields: ['email'], unique: true }],
     },
     {
@@ -37,7 +38,7 @@ export function blogCollections(): CollectionDefinition[] {
         { name: 'cover', type: 'file' },
         { name: 'secret', type: 'text', hidden: true },
       ],
-      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      rules: OPEN_RULES,
       indexes: [{ fields: ['slug'], unique: true }, { fields: ['views'] }],
     },
     {
@@ -46,12 +47,12 @@ export function blogCollections(): CollectionDefinition[] {
         { name: 'text', type: 'text' },
         { name: 'post', type: 'relation', collection: 'posts', cascadeDelete: true },
       ],
-      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      rules: OPEN_RULES,
     },
     {
       name: 'pins',
       fields: [{ name: 'post', type: 'relation', collection: 'posts', required: true }],
-      rules: { list: '', view: '', create: '', update: '', delete: '' },
+      rules: OPEN_RULES,
     },
     {
       name: 'locked',

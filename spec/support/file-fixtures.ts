@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { CollectionDefinition } from '../../lib/index.js';
+import { OPEN_RULES } from './open-rules.js';
 
-const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
 
 /**
  * The collections the file suites run against:
@@ -29,13 +29,13 @@ export function fileCollections(): CollectionDefinition[] {
         { name: 'cover', type: 'file', maxSelect: 1, maxSize: 200_000, mimeTypes: ['image/png', 'image/jpeg'] },
         { name: 'docs', type: 'file', maxSelect: 5 },
       ],
-      rules: { ...OPEN, create: 'code != "refuse"' },
+      rules: { ...OPEN_RULES, create: 'code != "refuse"' },
       indexes: [{ fields: ['code'], unique: true }],
     },
     {
       name: 'gallery',
       fields: [{ name: 'photo', type: 'file', maxSelect: 1, thumbs: ['100x100', '0x50'] }],
-      rules: OPEN,
+      rules: OPEN_RULES,
     },
     {
       name: 'vault',
@@ -44,12 +44,12 @@ export function fileCollections(): CollectionDefinition[] {
         { name: 'scan', type: 'file', maxSelect: 1, protected: true },
         { name: 'note', type: 'file', maxSelect: 1 },
       ],
-      rules: { ...OPEN, list: 'owner = @request.auth.id', view: 'owner = @request.auth.id' },
+      rules: { ...OPEN_RULES, list: 'owner = @request.auth.id', view: 'owner = @request.auth.id' },
     },
     {
       name: 'sealed',
       fields: [{ name: 'scan', type: 'file', maxSelect: 1, protected: true }],
-      rules: { ...OPEN, view: null },
+      rules: { ...OPEN_RULES, view: null },
     },
   ];
 }

@@ -1,5 +1,6 @@
 import type { CollectionDefinition } from '../../lib/index.js';
 import type { TestApp } from './test-app.js';
+import { OPEN_RULES } from './open-rules.js';
 
 /**
  * Collections and deterministic seed data for the query-language suites (spec/integration/query-*).
@@ -48,7 +49,6 @@ export const R = {
  * events: a date field for the macros; hostile: text seeded with hostile content.
  */
 export function queryCollections(): CollectionDefinition[] {
-  const open = { list: '', view: '', create: '', update: '', delete: '' };
   return [
     {
       name: 'people',
@@ -59,7 +59,7 @@ export function queryCollections(): CollectionDefinition[] {
         { name: 'next', type: 'relation', collection: 'people' },
         { name: 'secret', type: 'text', hidden: true },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'articles',
@@ -77,7 +77,7 @@ export function queryCollections(): CollectionDefinition[] {
         { name: 'editors', type: 'relation', collection: 'people', maxSelect: 5 },
         { name: 'secret', type: 'text', hidden: true },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'remarks',
@@ -86,7 +86,7 @@ export function queryCollections(): CollectionDefinition[] {
         { name: 'likes', type: 'number' },
         { name: 'article', type: 'relation', collection: 'articles', cascadeDelete: true },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'events',
@@ -94,7 +94,7 @@ export function queryCollections(): CollectionDefinition[] {
         { name: 'label', type: 'text' },
         { name: 'at', type: 'date' },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'hostile',
@@ -102,7 +102,7 @@ export function queryCollections(): CollectionDefinition[] {
         { name: 'text', type: 'text' },
         { name: 'n', type: 'number' },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
   ];
 }
@@ -247,17 +247,16 @@ export const G = { red: 'groupred0000000', blue: 'groupblue000000' } as const;
  * - archive: a null delete rule.
  */
 export function ruleCollections(): CollectionDefinition[] {
-  const open = { list: '', view: '', create: '', update: '', delete: '' };
   return [
-    { name: 'people', fields: [{ name: 'name', type: 'text' }], rules: open },
-    { name: 'groups', fields: [{ name: 'name', type: 'text' }], rules: open },
+    { name: 'people', fields: [{ name: 'name', type: 'text' }], rules: OPEN_RULES },
+    { name: 'groups', fields: [{ name: 'name', type: 'text' }], rules: OPEN_RULES },
     {
       name: 'members',
       fields: [
         { name: 'user', type: 'relation', collection: 'people' },
         { name: 'group', type: 'relation', collection: 'groups' },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'docs',
@@ -313,7 +312,7 @@ export function ruleCollections(): CollectionDefinition[] {
         { name: 'text', type: 'text' },
         { name: 'task', type: 'relation', collection: 'tasks', cascadeDelete: true },
       ],
-      rules: open,
+      rules: OPEN_RULES,
     },
     {
       name: 'archive',
