@@ -6,8 +6,8 @@ import {
   buildThumbnailPrefix,
   createStoredFileName,
   isStoredFileName,
-} from '../../lib/files/file-names.js';
-import { assertStorageKey, InvalidStorageKeyError } from '../../lib/files/storage.js';
+} from '../../../lib/files/file-names.js';
+import { assertStorageKey, InvalidStorageKeyError } from '../../../lib/files/storage.js';
 
 const SUFFIX = /_[a-z0-9]{10}/;
 

@@ -3,8 +3,8 @@ import { createHmac } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createFileTokens, loadFileTokenSecret } from '../../lib/auth/file-token.js';
-import type { Identity } from '../../lib/auth/identity.js';
+import { createFileTokens, loadFileTokenSecret } from '../../../lib/auth/file-token.js';
+import type { Identity } from '../../../lib/auth/identity.js';
 
 const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
 /** A whole second, so that "exactly ttl later" is exact. */

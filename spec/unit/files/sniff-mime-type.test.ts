@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { lookupContentType, MIME_SNIFF_LENGTH, sniffMimeType } from '../../lib/files/sniff-mime-type.js';
+import { lookupContentType, MIME_SNIFF_LENGTH, sniffMimeType } from '../../../lib/files/sniff-mime-type.js';
 
 /** Builds a buffer from a mix of byte arrays and latin1 strings, as file headers are written down. */
 function bytes(...parts: Array<number[] | string | Buffer>): Buffer {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { BadRequestError } from '../../lib/errors.js';
-import { buildThumbnailKey } from '../../lib/files/file-names.js';
+import { BadRequestError } from '../../../lib/errors.js';
+import { buildThumbnailKey } from '../../../lib/files/file-names.js';
 import {
   isThumbnailable,
   outputFormatFor,
@@ -8,7 +8,7 @@ import {
   thumbnailKeySpec,
   type ThumbnailFormat,
   type ThumbnailSpec,
-} from '../../lib/files/thumbnail-spec.js';
+} from '../../../lib/files/thumbnail-spec.js';
 
 type Query = Parameters<typeof parseThumbnailRequest>[0];
 

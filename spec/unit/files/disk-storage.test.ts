@@ -3,8 +3,8 @@ import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
-import { InvalidStorageKeyError, StorageNotFoundError } from '../../lib/files/storage.js';
+import { diskStorage, type DiskStorage } from '../../../lib/files/disk-storage.js';
+import { InvalidStorageKeyError, StorageNotFoundError } from '../../../lib/files/storage.js';
 import {
   chunkedSource,
   collectList,
@@ -12,7 +12,7 @@ import {
   failingSource,
   readAll,
   UNSAFE_KEYS,
-} from '../support/storage-contract.js';
+} from '../../support/storage-contract.js';
 
 /** A temp folder holding `root` and a sibling `secret.txt`, so escapes from root are visible. */
 async function makeSandbox(): Promise<{ parent: string; root: string; secret: string }> {
