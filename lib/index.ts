@@ -18,6 +18,27 @@ export { RangeNotSatisfiableError } from './http/send-stored-file.js';
 export type { ThumbnailFunction, ThumbnailInput, ThumbnailOutput } from './files/render-thumbnail.js';
 export type { ThumbnailSpec, ThumbnailMode, ThumbnailFormat } from './files/thumbnail-spec.js';
 export type { Identity, AuthFunction } from './auth/identity.js';
+export type {
+  RecordsApi,
+  CollectionApi,
+  RecordModel,
+  RecordListPage,
+  ActAs,
+  ApiOptions,
+  ListOptions,
+  FullListOptions,
+  WriteBody,
+} from './records/records-api.js';
+export type { FileInput } from './files/file-inputs.js';
+export type {
+  RecordHooks,
+  CollectionHooks,
+  HookCollection,
+  BeforeCreateEvent,
+  BeforeUpdateEvent,
+  BeforeDeleteEvent,
+  AfterWriteEvent,
+} from './records/record-hooks.js';
 export type { Logger } from './http/logger.js';
 export type {
   CollectionDefinition,

@@ -7,6 +7,7 @@ import type { Storage } from './files/storage.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
+import type { RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 
 /** Size and paging limits. */
@@ -48,6 +49,12 @@ export interface RecordsRouterOptions {
   thumbnail?: ThumbnailFunction;
   /** Worker threads of the built-in thumbnail renderer. Default: one per core. */
   thumbnailWorkers?: number;
+  /**
+   * Hooks per collection name, or `'*'` for every collection (docs/server-api.md): `beforeCreate`,
+   * `beforeUpdate`, `beforeDelete` run inside the write's transaction after the rule check and may
+   * change or refuse the write; `afterCreate`, `afterUpdate`, `afterDelete` run after the commit.
+   */
+  hooks?: RecordHooks;
   /**
    * The periodic sweep of unreferenced files: how often it runs and how old a file must be
    * before it may go (the grace period covers uploads whose transaction is still open). `false`

@@ -17,12 +17,19 @@ import { createRecordsRoutes } from './http/records-routes.js';
 import { resolveOptions, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
 import { RecordService } from './records/record-service.js';
+import { checkHooks, HookRunner } from './records/record-hooks.js';
+import { createRecordsApi, type RecordsApi, type RecordsApiDeps } from './records/records-api.js';
 import { compileCollections } from './records/compile-collections.js';
 
 /** The router returned by createRecordsRouter: mount it anywhere, await `ready`, `close()` at shutdown. */
 export interface RecordsRouter extends Router {
   /** Resolves once the schema is synced; rejects with the reason if initialisation failed. */
   readonly ready: Promise<void>;
+  /**
+   * The server API (docs/server-api.md): your own code reads and writes records through the same
+   * rules, validation, files and hooks as HTTP. Calls made before `ready` wait for it.
+   */
+  readonly api: RecordsApi;
   /** Releases what the router owns (the embedded database, thumbnail workers, the sweep timer). A database you passed in stays open. */
   close(): Promise<void>;
 }
@@ -37,6 +44,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   const compiled = compileCollections(resolved.collections);
   const registry = compiled.registry;
   const logger = resolved.logger;
+  const hooks = new HookRunner(checkHooks(options.hooks, registry.collections), logger);
+  let apiDeps: RecordsApiDeps | undefined;
   const ownsDatabase = resolved.database === undefined;
   let database: Knex | undefined = resolved.database;
   let routes: Router | undefined;
@@ -51,12 +60,20 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     const fileTokens = createFileTokens({ secret: await loadFileTokenSecret({ secret: resolved.fileTokenSecret, dataDir: resolved.dataDir }) });
     await removeStaleSpools(resolved.uploadTempDir);
     const store = new RecordStore(database);
-    const records = new RecordService(compiled, store, { files: new RecordFiles(storage, logger), multipartUpdate: resolved.multipartUpdate });
+    const records = new RecordService(compiled, store, {
+      files: new RecordFiles(storage, logger),
+      multipartUpdate: resolved.multipartUpdate,
+      hooks,
+      logger,
+      apiFor: (unit) => createRecordsApi(apiDepsAfterReady, unit),
+    });
+    const presenter = new RecordPresenter(registry, store);
+    apiDeps = { service: records, presenter, maxPerPage: resolved.limits.maxPerPage, maxFileSize: resolved.limits.maxFileSize, tempDir: resolved.uploadTempDir };
     const combined = express.Router();
     combined.use(
       createRecordsRoutes({
         records,
-        presenter: new RecordPresenter(registry, store),
+        presenter,
         auth: resolved.auth,
         logger,
         maxBodySize: resolved.limits.maxBodySize,
@@ -85,6 +102,15 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     logger.error(`initialisation failed: ${failure.message}`);
   });
 
+  async function apiDepsAfterReady(): Promise<RecordsApiDeps> {
+    try {
+      await ready;
+    } catch {
+      throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
+    }
+    return apiDeps!;
+  }
+
   const router = express.Router() as RecordsRouter;
   router.use(async (req, res, next) => {
     try {
@@ -97,6 +123,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.use(createErrorMiddleware(logger));
 
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
+  Object.defineProperty(router, 'api', { value: createRecordsApi(apiDepsAfterReady), enumerable: true });
   let closing: Promise<void> | undefined;
   router.close = () => {
     closing ??= (async () => {

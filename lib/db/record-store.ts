@@ -43,6 +43,16 @@ function writeColumns(collection: CollectionSchema, values: RecordValues): Recor
   return out;
 }
 
+/** The Postgres type of each storage kind: how a value is bound into a row built from values. */
+const COLUMN_CASTS: Record<FieldSchema['storage'], string> = {
+  text: 'text',
+  array: 'jsonb',
+  bool: 'boolean',
+  number: 'double precision',
+  date: 'timestamptz',
+  json: 'jsonb',
+};
+
 function tableOf(collection: CollectionSchema): string {
   return `${collection.table} as ${RECORD_ALIAS}`;
 }
@@ -165,5 +175,32 @@ export class RecordStore {
     const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where).forUpdate(RECORD_ALIAS);
     const rows: Record<string, unknown>[] = await query;
     return rows.map((row) => readRow(options.collection, row));
+  }
+
+  /**
+   * Whether a record that does not exist yet, holding `values` (every field; `created` and
+   * `updated` are now), matches every `where` fragment: a create rule is checked on the row the
+   * write would insert, before anything is written. The row is built from bound values with
+   * their column types, so a rule reads it exactly as it would read the stored row.
+   */
+  async matchesNewRow(options: { collection: CollectionSchema; values: RecordValues; where: readonly SqlFragment[] }): Promise<boolean> {
+    if (options.where.length === 0) return true;
+    const columns: string[] = [];
+    const bindings: unknown[] = [];
+    for (const field of options.collection.fields) {
+      if (field.name === 'created' || field.name === 'updated') {
+        columns.push(`now() AS ${q(field.column)}`);
+        continue;
+      }
+      const value = options.values[field.name];
+      columns.push(`?::${COLUMN_CASTS[field.storage]} AS ${q(field.column)}`);
+      bindings.push((field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : (value ?? null));
+    }
+    const conditions = options.where.map((fragment) => `(${fragment.sql})`).join(' AND ');
+    const result: { rows: unknown[] } = await this.db.raw(`SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)} WHERE ${conditions}`, [
+      ...bindings,
+      ...options.where.flatMap((fragment) => fragment.bindings),
+    ] as Knex.RawBinding[]);
+    return result.rows.length > 0;
   }
 }

@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Transform, pipeline, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { BadRequestError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
-import { MIME_SNIFF_LENGTH, sniffMimeType } from '../files/sniff-mime-type.js';
+import { createSpoolPath, spoolToFile } from '../files/spool-upload.js';
 import type { Upload } from '../files/upload.js';
 
 /** A multipart body as the record service takes it: text fields (with `@jsonPayload` merged) and uploads. */
@@ -63,39 +62,19 @@ function createSpoolEngine(tempDir: string): SpoolEngine {
   const spoolsOf = new WeakMap<object, { path: string; ended: Promise<void> }[]>();
   return {
     _handleFile(req, file, callback) {
-      const target = path.join(tempDir, `upload-${randomBytes(12).toString('hex')}`);
+      const target = createSpoolPath(tempDir);
       let markEnded!: () => void;
       const ended = new Promise<void>((resolve) => (markEnded = resolve));
       spoolsOf.set(req, [...(spoolsOf.get(req) ?? []), { path: target, ended }]);
-      const finish: typeof callback = (err, info) => {
-        markEnded();
-        callback(err, info);
-      };
-      const head: Buffer[] = [];
-      let headLength = 0;
-      let size = 0;
-      const watch = new Transform({
-        transform(chunk: Buffer, _encoding, next) {
-          size += chunk.length;
-          if (headLength < MIME_SNIFF_LENGTH) {
-            head.push(chunk.subarray(0, MIME_SNIFF_LENGTH - headLength));
-            headLength += Math.min(chunk.length, MIME_SNIFF_LENGTH - headLength);
-          }
-          next(null, chunk);
+      spoolToFile(file.stream, { target }).then(
+        (spool) => {
+          markEnded();
+          callback(null, { spool, size: spool.size } as Partial<SpooledFile>);
         },
-      });
-      fs.mkdir(tempDir, { recursive: true }).then(
-        () => {
-          pipeline(file.stream, watch, createWriteStream(target, { flags: 'wx', mode: 0o600 }), (err) => {
-            if (err) {
-              void fs.rm(target, { force: true }).finally(() => finish(err instanceof RecordbaseError || isClientStreamError(err) ? err : new SpoolError(err.message, { cause: err })));
-              return;
-            }
-            const spool = { path: target, size, mimeType: sniffMimeType(Buffer.concat(head)) };
-            finish(null, { spool, size } as Partial<SpooledFile>);
-          });
+        (err: Error) => {
+          markEnded();
+          callback(err instanceof RecordbaseError || isClientStreamError(err) ? err : new SpoolError(err.message, { cause: err }));
         },
-        (err: Error) => finish(new SpoolError(err.message, { cause: err })),
       );
     },
     _removeFile(_req, file, callback) {

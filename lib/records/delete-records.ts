@@ -8,6 +8,9 @@ export interface DeletedRecord {
   readonly record: RecordValues;
 }
 
+/** Called for every record a delete is about to remove, cascades included (the before-delete hooks). */
+export type BeforeEachDelete = (collection: CollectionSchema, record: RecordValues) => Promise<void>;
+
 /** Whether the caller may view a record: decides whether an error may name it. */
 export type ViewCheck = (collection: CollectionSchema, id: string) => Promise<boolean>;
 
@@ -15,6 +18,7 @@ interface DeleteRun {
   readonly store: RecordStore;
   readonly registry: SchemaRegistry;
   readonly canView: ViewCheck;
+  readonly beforeEach?: BeforeEachDelete;
   /** `collection:id` of every record this delete removes, so cycles and shared targets terminate. */
   readonly doomed: Set<string>;
   readonly deleted: DeletedRecord[];
@@ -53,6 +57,7 @@ async function detachReferences(run: DeleteRun, collection: CollectionSchema, re
 
 async function removeRecords(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
   for (const r of records) run.doomed.add(keyOf(collection, r.id));
+  if (run.beforeEach) for (const record of records) await run.beforeEach(collection, record);
   await detachReferences(run, collection, records);
   await run.store.deleteByIds(collection, records.map((r) => String(r.id)));
   for (const record of records) run.deleted.push({ collection, record });
@@ -70,8 +75,9 @@ export async function deleteRecords(options: {
   collection: CollectionSchema;
   records: readonly RecordValues[];
   canView: ViewCheck;
+  beforeEach?: BeforeEachDelete;
 }): Promise<DeletedRecord[]> {
-  const run: DeleteRun = { store: options.store, registry: options.registry, canView: options.canView, doomed: new Set(), deleted: [] };
+  const run: DeleteRun = { store: options.store, registry: options.registry, canView: options.canView, beforeEach: options.beforeEach, doomed: new Set(), deleted: [] };
   await removeRecords(run, options.collection, options.records);
   return run.deleted;
 }

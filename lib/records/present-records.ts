@@ -20,6 +20,8 @@ export interface PresentOptions {
   records: readonly RecordValues[];
   caller: Caller;
   shape: ResponseShape;
+  /** Where expansions read: inside a transaction, its store (to see what it wrote). Default: the pool. */
+  store?: RecordStore;
 }
 
 /**
@@ -49,7 +51,7 @@ export class RecordPresenter {
     try {
       await expandRecords({
         registry: this.registry,
-        store: this.store,
+        store: options.store ?? this.store,
         caller: options.caller,
         collection: options.collection,
         items,

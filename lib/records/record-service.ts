@@ -13,7 +13,11 @@ import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
 import { deleteRecords, type DeletedRecord } from './delete-records.js';
 import { readWriteOperations, type WriteOperations } from './field-operations.js';
-import { normalizeWrite, type NormalizedWrite } from './normalize-write.js';
+import { normalizeWrite, readStoredValue, type NormalizedWrite } from './normalize-write.js';
+import type { HookRunner } from './record-hooks.js';
+import type { RecordsApi } from './records-api.js';
+import { runWriteUnit, type WriteUnit } from './write-unit.js';
+import type { Logger } from '../http/logger.js';
 import { generateRecordId, isRecordId } from './record-id.js';
 import { listRelationIds } from './relation-ids.js';
 
@@ -39,11 +43,11 @@ export interface ListResult {
 export interface WriteInput {
   data: Record<string, unknown>;
   source: 'json' | 'multipart';
-  /** File parts of a multipart body. */
+  /** File parts of a multipart body (or the server API's file inputs). */
   uploads?: readonly Upload[];
 }
 
-/** How the service treats files and multipart updates. */
+/** How the service treats files, multipart updates and hooks. */
 export interface RecordServiceOptions {
   files: RecordFiles;
   /**
@@ -51,6 +55,18 @@ export interface RecordServiceOptions {
    * `'merge'`: it changes only what it sends, like a JSON update.
    */
   multipartUpdate: 'replace' | 'merge';
+  hooks: HookRunner;
+  logger: Logger;
+  /** The server API bound to a write unit: what hooks receive as `api`. */
+  apiFor(unit: WriteUnit | undefined): RecordsApi;
+}
+
+/**
+ * Where an operation runs: in its own transaction (the default), or inside a unit that a batch
+ * or `records.api.transaction()` opened, which then commits (or rolls back) all of it together.
+ */
+export interface OperationContext {
+  unit?: WriteUnit;
 }
 
 /** The record a download names, and the file field that holds the name. */
@@ -60,9 +76,13 @@ export interface FileOwner {
 }
 
 /**
- * Record operations with their rules, in transactions. Knows nothing of HTTP: the caller's
- * identity and request values arrive as a Caller, results leave as record values. Every
- * database error that means "unavailable" becomes a 503 here.
+ * Record operations with their rules, hooks and files, in transactions. Knows nothing of HTTP:
+ * the caller's identity and request values arrive as a Caller, results leave as record values.
+ * Every database error that means "unavailable" becomes a 503 here.
+ *
+ * A write runs as: read the request into a normalised write (lib/records/normalize-write.ts) ->
+ * the rule, on what the write will store -> before-hooks (which may change it) -> validation ->
+ * relations, files, SQL -> commit -> after-commit work (old files removed, after-hooks).
  */
 export class RecordService {
   private readonly registry: SchemaRegistry;
@@ -82,61 +102,69 @@ export class RecordService {
     return collection;
   }
 
+  /** The store reads of `context` go through: its unit's transaction, or the pool. */
+  storeOf(context: OperationContext = {}): RecordStore {
+    return context.unit?.store ?? this.store;
+  }
+
   /** A page of records that pass the list rule and the filter. */
-  async list(collection: CollectionSchema, query: ListQuery, caller: Caller): Promise<ListResult> {
+  async list(collection: CollectionSchema, query: ListQuery, caller: Caller, context: OperationContext = {}): Promise<ListResult> {
     return this.guard(async () => {
+      const store = this.storeOf(context);
       const where = fenceFilter(this.rule(collection, 'list', caller), compileUserFilter({ registry: this.registry, collection, filter: query.filter, caller }));
       const orderBy = compileRecordOrder({ registry: this.registry, collection, sort: query.sort, caller });
-      const items = await this.store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
+      const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
       if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
-      const totalItems = await this.store.count({ collection, where });
+      const totalItems = await store.count({ collection, where });
       return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
     });
   }
 
   /** One record that passes the view rule, or a 404. */
-  async view(collection: CollectionSchema, id: string, caller: Caller): Promise<RecordValues> {
+  async view(collection: CollectionSchema, id: string, caller: Caller, context: OperationContext = {}): Promise<RecordValues> {
     return this.guard(async () => {
       const where = this.rule(collection, 'view', caller);
       requireRecordId(id);
-      return findOrNotFound(this.store, { collection, id, where });
+      return findOrNotFound(this.storeOf(context), { collection, id, where });
     });
   }
 
   /**
-   * Creates a record. With a create rule, the rule is checked against the new row inside a
-   * transaction, so a refused create leaves nothing behind (403). Without one, the insert is a
-   * single statement and needs no BEGIN/COMMIT round trips (the relation check reads committed
-   * rows either way, so a transaction would not protect it). Uploads are written to storage
-   * before the record is committed and removed if it is not.
+   * Creates a record. The create rule is checked on the row the write would insert, before
+   * anything is written (403). Without a transaction to join, a before-hook or a rule, the insert
+   * is a single autocommit statement (the relation check reads committed rows either way, so a
+   * transaction would not protect it). Uploads are written to storage before the record is
+   * committed and removed if it is not.
    */
-  async create(collection: CollectionSchema, input: WriteInput, caller: Caller): Promise<RecordValues> {
+  async create(collection: CollectionSchema, input: WriteInput, caller: Caller, context: OperationContext = {}): Promise<RecordValues> {
     const write = normalizeWrite(this.readOperations(collection, input, caller));
-    let written: string[] = [];
-    let committing = false;
-    try {
-      return await this.guard(async () => {
-        const ruleWhere = this.rule(collection, 'create', caller, write.data);
+    const hooks = this.options.hooks;
+    return this.guard(async () => {
+      const ruleWhere = this.rule(collection, 'create', caller, write.data);
+      const needsUnit = context.unit !== undefined || ruleWhere.length > 0 || hooks.has(collection, 'beforeCreate');
+      if (!needsUnit) {
+        const created = await this.insertAutocommit(collection, write);
+        await hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, caller, undefined), record: created });
+        return created;
+      }
+      return this.inUnit(context, async (unit) => {
+        if (ruleWhere.length > 0 && !(await unit.store.matchesNewRow({ collection, values: this.previewValues(collection, write), where: ruleWhere }))) {
+          throw new ForbiddenError('You are not allowed to create this record.');
+        }
+        if (hooks.has(collection, 'beforeCreate')) {
+          this.throwIfInvalid(collection, write);
+          await hooks.runBefore(collection, 'beforeCreate', { ...this.eventBase(collection, caller, unit), data: write.data });
+          checkHookData(collection, 'beforeCreate', write.data, { allowId: true });
+        }
         const id = this.chooseId(write.data);
         const values = this.validate(collection, write);
-        const insert = async (store: RecordStore, options: { autocommit: boolean }) => {
-          await this.checkRelations(store, collection, values);
-          written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
-          committing = options.autocommit;
-          const created = await this.rejectDuplicates(collection, () => store.insert(collection, { ...values, id }));
-          if (ruleWhere.length > 0 && !(await store.selectById({ collection, id, where: ruleWhere }))) {
-            throw new ForbiddenError('You are not allowed to create this record.');
-          }
-          committing = true;
-          return created;
-        };
-        if (ruleWhere.length === 0) return insert(this.store, { autocommit: true });
-        return this.store.transaction((store) => insert(store, { autocommit: false }));
+        await this.checkRelations(unit.store, collection, values);
+        await this.writeFiles(unit, collection, id, keptUploads(collection, values, write));
+        const created = await this.rejectDuplicates(collection, () => unit.store.insert(collection, { ...values, id }));
+        unit.afterCommit(() => hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, caller, undefined), record: created }));
+        return created;
       });
-    } catch (err) {
-      await this.discardUncommitted(written, { committing, error: err });
-      throw err;
-    }
+    });
   }
 
   /**
@@ -147,50 +175,44 @@ export class RecordService {
    * row right after, still a 404. New files are written before commit; files the record no
    * longer holds are removed after it.
    */
-  async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller): Promise<RecordValues> {
+  async update(collection: CollectionSchema, id: string, input: WriteInput, caller: Caller, context: OperationContext = {}): Promise<RecordValues> {
     const operations = this.readOperations(collection, input, caller, { update: true });
-    let written: string[] = [];
-    let committing = false;
-    let removed: string[] = [];
-    let updated: RecordValues;
-    try {
-      updated = await this.guard(async () => {
-        const readsBody = this.compiled.rules.readsBody(collection, 'update');
-        const where = this.rule(collection, 'update', caller);
-        requireRecordId(id);
-        return this.store.transaction(async (store) => {
-          const existing = await findOrNotFound(store, { collection, id, where: readsBody ? [] : where, lock: true });
-          const write = normalizeWrite(operations, existing);
-          if (readsBody) await findOrNotFound(store, { collection, id, where: this.rule(collection, 'update', caller, write.data) });
-          const values = this.validate(collection, write, existing);
-          await this.checkRelations(store, collection, values, existing);
-          written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
-          const result = await this.rejectDuplicates(collection, () => store.update(collection, id, values));
-          const kept = new Set(listFileNames(collection, result));
-          removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
-          committing = true;
-          return result;
-        });
+    const hooks = this.options.hooks;
+    return this.guard(async () => {
+      const readsBody = this.compiled.rules.readsBody(collection, 'update');
+      const where = this.rule(collection, 'update', caller);
+      requireRecordId(id);
+      return this.inUnit(context, async (unit) => {
+        const existing = await findOrNotFound(unit.store, { collection, id, where: readsBody ? [] : where, lock: true });
+        const write = normalizeWrite(operations, existing);
+        if (readsBody) await findOrNotFound(unit.store, { collection, id, where: this.rule(collection, 'update', caller, write.data) });
+        if (hooks.has(collection, 'beforeUpdate')) {
+          this.throwIfInvalid(collection, write, existing);
+          await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, caller, unit), data: write.data, record: existing });
+          checkHookData(collection, 'beforeUpdate', write.data, { allowId: false });
+        }
+        const values = this.validate(collection, write, existing);
+        await this.checkRelations(unit.store, collection, values, existing);
+        await this.writeFiles(unit, collection, id, keptUploads(collection, values, write));
+        const result = await this.rejectDuplicates(collection, () => unit.store.update(collection, id, values));
+        const kept = new Set(listFileNames(collection, result));
+        const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
+        unit.afterCommit(() => this.options.files.removeNames(collection, id, removed));
+        unit.afterCommit(() => hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, caller, undefined), record: result }));
+        return result;
       });
-    } catch (err) {
-      await this.discardUncommitted(written, { committing, error: err });
-      throw err;
-    }
-    await this.options.files.removeNames(collection, id, removed);
-    return updated;
+    });
   }
 
   /** Deletes one record (and cascades); failing the delete rule is a 404. */
-  async delete(collection: CollectionSchema, id: string, caller: Caller): Promise<DeletedRecord[]> {
+  async delete(collection: CollectionSchema, id: string, caller: Caller, context: OperationContext = {}): Promise<DeletedRecord[]> {
     return this.guard(async () => {
       const where = this.rule(collection, 'delete', caller);
       requireRecordId(id);
-      const deleted = await this.store.transaction(async (store) => {
-        const record = await findOrNotFound(store, { collection, id, where, lock: true });
-        return deleteRecords({ store, registry: this.registry, collection, records: [record], canView: this.viewCheck(store, caller) });
+      return this.inUnit(context, async (unit) => {
+        const record = await findOrNotFound(unit.store, { collection, id, where, lock: true });
+        return this.deleteInUnit(unit, { collection, records: [record], caller });
       });
-      await this.options.files.removeRecords(deleted);
-      return deleted;
     });
   }
 
@@ -199,27 +221,25 @@ export class RecordService {
    * fails the delete rule, nothing is deleted (403). A `null` delete rule is a 403 for
    * non-superusers even when nothing matches.
    */
-  async deleteMany(collection: CollectionSchema, filter: string | undefined, caller: Caller): Promise<{ deleted: DeletedRecord[]; count: number }> {
+  async deleteMany(collection: CollectionSchema, filter: string | undefined, caller: Caller, context: OperationContext = {}): Promise<{ deleted: DeletedRecord[]; count: number }> {
     return this.guard(async () => {
       if (filter === undefined || filter.trim() === '') throw new BadRequestError('A bulk delete needs a non-empty "filter" parameter.', 'filter_required');
       const deleteRule = this.rule(collection, 'delete', caller);
       const where = fenceFilter(this.rule(collection, 'list', caller), compileUserFilter({ registry: this.registry, collection, filter, caller }));
-      const result = await this.store.transaction(async (store) => {
+      return this.inUnit(context, async (unit) => {
         if (deleteRule.length > 0) {
-          const refused = await store.selectLocked({ collection, where: [...where, negateConditions(deleteRule)] });
+          const refused = await unit.store.selectLocked({ collection, where: [...where, negateConditions(deleteRule)] });
           if (refused.length > 0) throw new ForbiddenError(`${refused.length} of the selected records may not be deleted; nothing was deleted.`);
         }
-        const records = await store.selectLocked({ collection, where });
-        const deleted = await deleteRecords({ store, registry: this.registry, collection, records, canView: this.viewCheck(store, caller) });
+        const records = await unit.store.selectLocked({ collection, where });
+        const deleted = await this.deleteInUnit(unit, { collection, records, caller });
         return { deleted, count: records.length };
       });
-      await this.options.files.removeRecords(result.deleted);
-      return result;
     });
   }
 
   /**
-   * The record and file field behind a download of `name` (DESIGN.md section 5): 404 unless the
+   * The record and file field behind a download of `name` (docs/protected-files.md): 404 unless the
    * name is in one of the record's file fields. Public fields skip rules (and the caller is never
    * resolved, so a public download costs no auth() call). Protected fields need an identity (401)
    * that passes the view rule (404 otherwise, also when the rule is `null`).
@@ -240,6 +260,81 @@ export class RecordService {
       if (!(await this.store.selectById({ collection, id: options.id, where }))) throw notFound();
       return { record, field };
     });
+  }
+
+  /**
+   * Runs `work` in the context's unit, or in a new transaction of its own (committed, then its
+   * after-commit work run, before this resolves).
+   */
+  async inUnit<T>(context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T> {
+    if (context.unit) return work(context.unit);
+    return runWriteUnit(this.store, work, this.options.logger);
+  }
+
+  /** Deletes records and what cascades from them inside a unit, with the before- and after-hooks of each. */
+  private async deleteInUnit(unit: WriteUnit, options: { collection: CollectionSchema; records: readonly RecordValues[]; caller: Caller }): Promise<DeletedRecord[]> {
+    const hooks = this.options.hooks;
+    const deleted = await deleteRecords({
+      store: unit.store,
+      registry: this.registry,
+      collection: options.collection,
+      records: options.records,
+      canView: this.viewCheck(unit.store, options.caller),
+      beforeEach: async (collection, record) => {
+        if (hooks.has(collection, 'beforeDelete')) await hooks.runBefore(collection, 'beforeDelete', { ...this.eventBase(collection, options.caller, unit), record });
+      },
+    });
+    unit.afterCommit(() => this.options.files.removeRecords(deleted));
+    for (const { collection, record } of deleted) {
+      unit.afterCommit(() => hooks.runAfter(collection, 'afterDelete', { ...this.eventBase(collection, options.caller, undefined), record }));
+    }
+    return deleted;
+  }
+
+  /** The autocommit insert of a create that needs no transaction: one statement. */
+  private async insertAutocommit(collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
+    const id = this.chooseId(write.data);
+    const values = this.validate(collection, write);
+    await this.checkRelations(this.store, collection, values);
+    const written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
+    try {
+      return await this.rejectDuplicates(collection, () => this.store.insert(collection, { ...values, id }));
+    } catch (err) {
+      // A refused insert wrote nothing; a lost connection leaves the outcome unknown (the row may exist).
+      if (err instanceof RecordbaseError && err.status < 500) await this.options.files.discard(written);
+      else if (written.length > 0) this.options.files.keepUnknown(written);
+      throw err;
+    }
+  }
+
+  /** Writes a write's new files and ties their fate to the unit: removed if it rolls back. */
+  private async writeFiles(unit: WriteUnit, collection: CollectionSchema, id: string, uploads: readonly StagedUpload[]): Promise<void> {
+    const written = await this.options.files.write(collection, id, uploads);
+    if (written.length === 0) return;
+    unit.onRollback(
+      () => this.options.files.discard(written),
+      () => this.options.files.keepUnknown(written),
+    );
+  }
+
+  /** What every hook event of this write carries. */
+  private eventBase(collection: CollectionSchema, caller: Caller, unit: WriteUnit | undefined) {
+    return { collection: { name: collection.name, id: collection.id }, identity: caller.request.auth, api: this.options.apiFor(unit) };
+  }
+
+  /** The full values a create would store, before validation: the create rule reads them on a row built from them. */
+  private previewValues(collection: CollectionSchema, write: NormalizedWrite): RecordValues {
+    const values: RecordValues = { id: this.chooseId(write.data) };
+    for (const field of collection.fields) {
+      if (field.system) continue;
+      values[field.name] = Object.prototype.hasOwnProperty.call(write.data, field.name) ? write.data[field.name] : readStoredValue(field, undefined);
+    }
+    return values;
+  }
+
+  /** A write whose values could not even be read is refused before hooks see it. */
+  private throwIfInvalid(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): void {
+    if (Object.keys(write.errors).length > 0) this.validate(collection, write, existing);
   }
 
   private rule(collection: CollectionSchema, action: RuleAction, caller: Caller, body?: Record<string, unknown>): SqlFragment[] {
@@ -272,22 +367,6 @@ export class RecordService {
       }
       return (await store.selectById({ collection, id, where })) !== undefined;
     };
-  }
-
-  /**
-   * Removes the files of a write that failed. A failure while the row was being committed (the
-   * connection lost during COMMIT, or during an autocommit INSERT) leaves the outcome unknown:
-   * the row may exist and reference these files, so they stay, and the sweep removes them later
-   * if no record holds them. A client error (a duplicate, say) proves nothing was committed.
-   */
-  private async discardUncommitted(written: readonly string[], outcome: { committing: boolean; error: unknown }): Promise<void> {
-    if (written.length === 0) return;
-    const refused = outcome.error instanceof RecordbaseError && outcome.error.status < 500;
-    if (outcome.committing && !refused) {
-      this.options.files.keepUnknown(written);
-      return;
-    }
-    await this.options.files.discard(written);
   }
 
   /**
@@ -371,6 +450,18 @@ async function findOrNotFound(
 function keptUploads(collection: CollectionSchema, values: RecordValues, write: NormalizedWrite): StagedUpload[] {
   const kept = new Set(listFileNames(collection, values));
   return write.operations.uploads.filter((upload) => kept.has(upload.name));
+}
+
+/**
+ * A before-hook may change values and set `id` on create; a key that is no field is a bug in the
+ * hook, and a silent no-op would hide it.
+ */
+function checkHookData(collection: CollectionSchema, hook: string, data: Record<string, unknown>, options: { allowId: boolean }): void {
+  for (const key of Object.keys(data)) {
+    if (key === 'id' && options.allowId) continue;
+    const field = collection.field(key);
+    if (!field || field.system) throw new TypeError(`the ${hook} hook of "${collection.name}" set "${key}", which is not a writable field`);
+  }
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */
