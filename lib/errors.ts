@@ -48,6 +48,10 @@ export const ERROR_CODES = {
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
   database_unavailable: { status: 503, message: 'The database is unavailable. Try again later.' },
   not_ready: { status: 503, message: 'recordbase could not start.' },
+  write_conflict: { status: 409, message: 'The write conflicted with a concurrent one; try again.' },
+  batch_not_allowed: { status: 403, message: 'Batch requests are not allowed.' },
+  invalid_batch: { status: 400, message: 'Invalid batch request data.' },
+  batch_failed: { status: 400, message: 'Batch transaction failed.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A code of ERROR_CODES. */
@@ -97,9 +101,10 @@ export interface FieldError {
 export class RecordbaseError extends Error {
   readonly status: number;
   readonly code: string;
-  readonly data: Record<string, FieldError>;
+  /** The body's `data`: `{}`, field errors for a 422, or what a batch failure reports. */
+  readonly data: Readonly<Record<string, unknown>>;
 
-  constructor(options: { status: number; code: string; message: string; data?: Record<string, FieldError>; cause?: unknown }) {
+  constructor(options: { status: number; code: string; message: string; data?: Readonly<Record<string, unknown>>; cause?: unknown }) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.status = options.status;
@@ -128,6 +133,23 @@ export class UnauthorizedError extends RecordbaseError {
   }
 }
 
+/**
+ * 400 (or 403 when batches are off): a batch that is malformed, or failed as a whole. A failed
+ * batch's `data.requests` names the request that failed, with its own error body.
+ */
+export class BatchError extends RecordbaseError {
+  constructor(options: { code: 'invalid_batch' | 'batch_failed' | 'batch_not_allowed'; message?: string; data?: Record<string, unknown>; cause?: unknown }) {
+    super({ ...describeError(options.code, options.message, options.cause), data: options.data });
+  }
+}
+
+/** 409: the write lost a race (a deadlock or serialization failure); retrying it is safe. */
+export class ConflictError extends RecordbaseError {
+  constructor(message?: string, code: ErrorCodeWithStatus<409> = 'write_conflict', cause?: unknown) {
+    super(describeError(code, message, cause));
+  }
+}
+
 /** 403: a collection rule refused the operation. */
 export class ForbiddenError extends RecordbaseError {
   constructor(message?: string, code: ErrorCodeWithStatus<403> = 'forbidden') {
@@ -151,6 +173,8 @@ export class PayloadTooLargeError extends RecordbaseError {
 
 /** 422: submitted data failed validation; `data` is keyed by field. */
 export class ValidationError extends RecordbaseError {
+  declare readonly data: Readonly<Record<string, FieldError>>;
+
   constructor(data: Record<string, FieldError>, message?: string) {
     super({ ...describeError('validation_failed', message), data });
   }

@@ -69,5 +69,7 @@ export {
   UnavailableError,
   InternalError,
   SchemaError,
+  ConflictError,
+  BatchError,
   type FieldError,
 } from './errors.js';

@@ -7,6 +7,7 @@ import type { Storage } from './files/storage.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
+import type { BatchSettings } from './http/batch-routes.js';
 import type { RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 
@@ -50,6 +51,12 @@ export interface RecordsRouterOptions {
   /** Worker threads of the built-in thumbnail renderer. Default: one per core. */
   thumbnailWorkers?: number;
   /**
+   * `POST /api/batch` (docs/batch.md): at most `maxRequests` requests (default 50), given up and
+   * rolled back after `timeoutMs` (default 3000), a body of at most `maxBodySize` bytes (default
+   * `limits.maxBodySize`). `false` turns batches off (403).
+   */
+  batch?: Partial<BatchSettings> | false;
+  /**
    * Hooks per collection name, or `'*'` for every collection (docs/server-api.md): `beforeCreate`,
    * `beforeUpdate`, `beforeDelete` run inside the write's transaction after the rule check and may
    * change or refuse the write; `afterCreate`, `afterUpdate`, `afterDelete` run after the commit.
@@ -86,6 +93,7 @@ export interface ResolvedOptions {
   thumbnail?: ThumbnailFunction;
   thumbnailWorkers: number;
   fileSweep: Required<FileSweepOptions> | false;
+  batch: BatchSettings | false;
   /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
   uploadTempDir: string;
 }
@@ -121,6 +129,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
   }
   if (options.thumbnail !== undefined && typeof options.thumbnail !== 'function') throw new TypeError('thumbnail must be a function');
   const sweep = options.fileSweep ?? {};
+  const maxBodySize = checkPositiveInteger('limits.maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB));
   return {
     collections: options.collections,
     database: options.database,
@@ -137,10 +146,22 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
         ? false
         : { intervalMs: checkPositiveInteger('fileSweep.intervalMs', sweep.intervalMs ?? 6 * HOUR), minAgeMs: checkPositiveInteger('fileSweep.minAgeMs', sweep.minAgeMs ?? 24 * HOUR) },
     uploadTempDir: path.join(dataDir, 'uploads-tmp'),
+    batch: resolveBatch(options.batch, maxBodySize),
     limits: {
       maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
-      maxBodySize: checkPositiveInteger('limits.maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB)),
+      maxBodySize,
       maxPerPage: checkPositiveInteger('limits.maxPerPage', limits.maxPerPage ?? 1000),
     },
+  };
+}
+
+/** The batch settings with defaults; `false` stays off. */
+function resolveBatch(batch: Partial<BatchSettings> | false | undefined, maxBodySize: number): BatchSettings | false {
+  if (batch === false) return false;
+  if (batch !== undefined && (batch === null || typeof batch !== 'object')) throw new TypeError('batch must be an object of limits or false');
+  return {
+    maxRequests: checkPositiveInteger('batch.maxRequests', batch?.maxRequests ?? 50),
+    timeoutMs: checkPositiveInteger('batch.timeoutMs', batch?.timeoutMs ?? 3000),
+    maxBodySize: checkPositiveInteger('batch.maxBodySize', batch?.maxBodySize ?? maxBodySize),
   };
 }

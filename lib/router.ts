@@ -9,7 +9,10 @@ import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool } from './files/thumbnail-pool.js';
+import { HEADER_ONLY } from './auth/extract-token.js';
 import { createApiFallbackRoutes } from './http/api-fallback-routes.js';
+import { createBatchRoutes } from './http/batch-routes.js';
+import { createCallerResolver } from './http/resolve-caller.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
 import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
@@ -89,6 +92,20 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         fileTokens,
         auth: resolved.auth,
         logger,
+      }),
+    );
+    combined.use(
+      createBatchRoutes({
+        records,
+        presenter,
+        resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
+        logger,
+        settings: resolved.batch,
+        readMultipart: createMultipartReader({
+          maxFileSize: resolved.limits.maxFileSize,
+          maxBodySize: resolved.batch === false ? resolved.limits.maxBodySize : resolved.batch.maxBodySize,
+          tempDir: resolved.uploadTempDir,
+        }),
       }),
     );
     combined.use(createApiFallbackRoutes());

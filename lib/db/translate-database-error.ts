@@ -1,4 +1,4 @@
-import { BadRequestError, UnavailableError } from '../errors.js';
+import { BadRequestError, ConflictError, UnavailableError } from '../errors.js';
 
 /** SQLSTATE classes and codes that mean "the database cannot serve us right now". */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006', '08P01']);
@@ -46,6 +46,9 @@ const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
 export function translateDatabaseError(err: unknown): unknown {
   if (isUnavailableError(err)) return new UnavailableError('The database is unavailable. Try again later.', 'database_unavailable', err);
   const code = err && typeof err === 'object' ? (err as DriverError).code : undefined;
+  if (code === '40P01' || code === '40001') {
+    return new ConflictError('The write conflicted with a concurrent one (a deadlock or serialization failure) and was undone; try again.', 'write_conflict', err);
+  }
   if (typeof code === 'string' && NUL_IN_TEXT_SQLSTATES.has(code)) {
     return new BadRequestError('Text values cannot contain NUL (U+0000) characters.', 'invalid_character', err);
   }

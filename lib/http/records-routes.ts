@@ -1,9 +1,9 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
-import { BadRequestError } from '../errors.js';
 import type { RecordService, WriteInput } from '../records/record-service.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
+import { readJsonBody } from './read-json-body.js';
 import type { RecordValues } from '../db/record-store.js';
 import type { Caller } from '../records/caller.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
@@ -23,27 +23,6 @@ export interface RecordsRoutesOptions {
   maxPerPage: number;
   /** Reads a multipart body (lib/http/read-multipart.ts). */
   readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
-}
-
-/** True when the request carries a body, whatever its type. */
-function hasBody(req: Request): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-}
-
-/**
- * The parsed JSON body as a plain object; absent bodies are `{}`, anything but an object is a
- * 400. A body neither parser took (form, text) is refused rather than silently treated as
- * empty, which would store a record without the data that was sent.
- */
-function readJsonBody(req: Request): Record<string, unknown> {
-  const body: unknown = req.body;
-  if (body === undefined && hasBody(req)) {
-    const type = req.headers['content-type']?.split(';')[0].trim() || 'none';
-    throw new BadRequestError(`Unsupported request body type "${type}": send application/json or multipart/form-data.`, 'unsupported_body');
-  }
-  if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequestError('The request body must be a JSON object.', 'invalid_body');
-  return body as Record<string, unknown>;
 }
 
 /** The response shape a request asks for (`fields`, `expand`), parsed: a bad one is a 400 before anything runs. */

@@ -48,6 +48,8 @@ export interface WriteRequest {
    * received a hidden field cannot resend it).
    */
   readonly clearUnsent?: { readonly includeHidden: boolean };
+  /** An update: the body's `id` is the record's and changes nothing, so it is not part of the write. */
+  readonly update?: boolean;
 }
 
 /**
@@ -82,7 +84,7 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     }
   }
   const fields = collection.fields.filter((f) => byField.has(f)).map((field) => ({ field, ...byField.get(field)! }));
-  const sentId = Object.prototype.hasOwnProperty.call(body, 'id');
+  const sentId = request.update !== true && Object.prototype.hasOwnProperty.call(body, 'id');
   return {
     collection,
     source: request.source,

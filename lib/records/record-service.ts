@@ -352,6 +352,7 @@ export class RecordService {
       source: input.source,
       uploads: input.uploads,
       clearUnsent: replace ? { includeHidden: isSuperuser(caller) } : undefined,
+      update: options.update === true,
     });
   }
 

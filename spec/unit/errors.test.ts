@@ -58,6 +58,8 @@ function constructFor(className: string, code: string): { status: number; code: 
       return new e.StorageNotFoundError!('k');
     case 'InvalidStorageKeyError':
       return new e.InvalidStorageKeyError!('k', 'reason');
+    case 'BatchError':
+      return new e.BatchError!({ code });
     case 'RangeNotSatisfiableError':
       return new e.RangeNotSatisfiableError!();
     default:

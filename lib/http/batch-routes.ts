@@ -1,0 +1,66 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { BatchError } from '../errors.js';
+import type { RecordPresenter } from '../records/present-records.js';
+import type { RecordService } from '../records/record-service.js';
+import { runBatch } from '../records/run-batch.js';
+import type { Logger } from './logger.js';
+import type { MultipartBody } from './read-multipart.js';
+import { readBatch } from './read-batch.js';
+import { readJsonBody } from './read-json-body.js';
+import type { CallerResolver } from './resolve-caller.js';
+
+/** The batch limits (docs/batch.md), or `false` when batches are off. */
+export interface BatchSettings {
+  maxRequests: number;
+  timeoutMs: number;
+  maxBodySize: number;
+}
+
+/** What the batch route needs from the router. */
+export interface BatchRoutesOptions {
+  records: RecordService;
+  presenter: RecordPresenter;
+  resolveCaller: CallerResolver;
+  logger: Logger;
+  settings: BatchSettings | false;
+  /** Reads a multipart batch body under the batch's own size limit. */
+  readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
+}
+
+/**
+ * `POST /api/batch` (docs/batch.md): PocketBase's transactional batch, as the SDK's
+ * `pb.createBatch()` sends it (always multipart) or as plain JSON. The handler reads and checks
+ * the whole body, then hands the requests to runBatch; spooled files are removed before the answer.
+ */
+export function createBatchRoutes(options: BatchRoutesOptions): Router {
+  const router = express.Router();
+  const { settings } = options;
+  const refuseIfOff = (_req: Request, _res: Response, next: () => void) => {
+    if (settings === false) throw new BatchError({ code: 'batch_not_allowed' });
+    next();
+  };
+  const json = express.json({ limit: settings === false ? 0 : settings.maxBodySize, strict: false });
+
+  router.post('/api/batch', refuseIfOff, json, async (req, res) => {
+    const limits = settings as BatchSettings;
+    const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
+    let results;
+    try {
+      const body = multipart ? multipart.fields : readJsonBody(req);
+      const requests = readBatch(body, multipart?.uploads ?? [], limits);
+      const caller = await options.resolveCaller(req);
+      results = await runBatch({
+        service: options.records,
+        presenter: options.presenter,
+        requests,
+        identity: caller.request.auth,
+        timeoutMs: limits.timeoutMs,
+        logger: options.logger,
+      });
+    } finally {
+      await multipart?.discard();
+    }
+    res.json(results);
+  });
+  return router;
+}
