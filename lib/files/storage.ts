@@ -7,7 +7,7 @@ import { describeError, RecordbaseError } from '../errors.js';
  * A host may pass its own implementation (S3, GCS, memory...) as `storage`; `diskStorage()` is the
  * default. The interface is deliberately small and policy-free: naming, MIME checks, thumbnails,
  * access rules and cleanup decisions live in our code (lib/files), never in an adapter. Every
- * implementation must pass `describeStorageContract` (spec/support/storage-contract.ts).
+ * implementation must pass `describeStorageContract` (`recordbase/storage-contract`).
  *
  * Keys
  * ----
@@ -167,7 +167,7 @@ export class InvalidStorageKeyError extends RecordbaseError {
 /** Longest segment in UTF-8 bytes: the common file-name limit of filesystems (ext4, APFS, NTFS). */
 const MAX_SEGMENT_BYTES = 255;
 /** Longest key in UTF-8 bytes: the S3 limit, so a key valid here is valid on object stores too. */
-const MAX_KEY_BYTES = 1024;
+export const MAX_STORAGE_KEY_BYTES = 1024;
 // C0 controls (NUL included), DEL and the C1 controls: never in a name we build, and NUL truncates
 // paths in some APIs.
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
@@ -200,7 +200,7 @@ function checkKeyShape(key: string, what: 'key' | 'prefix'): void {
   if (CONTROL_CHARACTERS.test(key)) refuse(`the ${what} contains a control character`);
   if (key.includes('\\')) refuse(`the ${what} contains a backslash`);
   if (key.startsWith('/')) refuse(`the ${what} is absolute`);
-  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) refuse(`the ${what} is longer than ${MAX_KEY_BYTES} bytes`);
+  if (Buffer.byteLength(key, 'utf8') > MAX_STORAGE_KEY_BYTES) refuse(`the ${what} is longer than ${MAX_STORAGE_KEY_BYTES} bytes`);
   for (const segment of key.split('/')) {
     if (segment === '') refuse(`the ${what} has an empty segment`);
     if (segment === '.' || segment === '..') refuse(`the ${what} has a "${segment}" segment`);

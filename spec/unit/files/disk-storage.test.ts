@@ -12,7 +12,7 @@ import {
   failingSource,
   readAll,
   UNSAFE_KEYS,
-} from '../../support/storage-contract.js';
+} from '../../../lib/files/storage-contract.js';
 
 /** A temp folder holding `root` and a sibling `secret.txt`, so escapes from root are visible. */
 async function makeSandbox(): Promise<{ parent: string; root: string; secret: string }> {
@@ -42,20 +42,24 @@ async function walk(dir: string, prefix = ''): Promise<string[]> {
 
 const source = (text: string): Readable => Readable.from([Buffer.from(text)], { objectMode: false });
 
-describeStorageContract('diskStorage', async () => {
-  const sandbox = await makeSandbox();
-  return {
-    storage: diskStorage({ root: sandbox.root }),
-    async cleanup() {
-      // Nothing may ever land beside root, whatever the test did.
-      expect((await fs.readdir(sandbox.parent)).sort()).toEqual(expect.arrayContaining(['secret.txt']));
-      expect((await fs.readdir(sandbox.parent)).filter((name) => name !== 'root' && name !== 'secret.txt')).toEqual([]);
-      expect(await fs.readFile(sandbox.secret, 'utf8')).toBe('do not touch');
-      // No temp file survives a finished operation.
-      expect((await walk(sandbox.root)).filter((p) => p.split('/').some((s) => s.startsWith('.tmp-')))).toEqual([]);
-      await fs.rm(sandbox.parent, { recursive: true, force: true });
-    },
-  };
+describeStorageContract({
+  name: 'diskStorage',
+  testFunctions: { describe, test, beforeEach, afterEach },
+  async makeStorage() {
+    const sandbox = await makeSandbox();
+    return {
+      storage: diskStorage({ root: sandbox.root }),
+      async cleanup() {
+        // Nothing may ever land beside root, whatever the test did.
+        expect((await fs.readdir(sandbox.parent)).sort()).toEqual(expect.arrayContaining(['secret.txt']));
+        expect((await fs.readdir(sandbox.parent)).filter((name) => name !== 'root' && name !== 'secret.txt')).toEqual([]);
+        expect(await fs.readFile(sandbox.secret, 'utf8')).toBe('do not touch');
+        // No temp file survives a finished operation.
+        expect((await walk(sandbox.root)).filter((p) => p.split('/').some((s) => s.startsWith('.tmp-')))).toEqual([]);
+        await fs.rm(sandbox.parent, { recursive: true, force: true });
+      },
+    };
+  },
 });
 
 describe('diskStorage on the filesystem', () => {
