@@ -1,9 +1,10 @@
 import express, { type Router } from 'express';
 import type { Knex } from 'knex';
-import { createFileTokens, loadFileTokenSecret } from './auth/file-token.js';
+import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from './auth/file-token.js';
 import { UnavailableError } from './errors.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
+import { openSharedSetting } from './db/settings-store.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
 import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
@@ -60,7 +61,13 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   const ready = (async () => {
     database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
     await syncDatabaseSchema(database, registry.collections);
-    const fileTokens = createFileTokens({ secret: await loadFileTokenSecret({ secret: resolved.fileTokenSecret, dataDir: resolved.dataDir }) });
+    const fileTokens = createFileTokens({
+      secret: await loadFileTokenSecret({
+        secret: resolved.fileTokenSecret,
+        shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING),
+        dataDir: resolved.dataDir,
+      }),
+    });
     await removeStaleSpools(resolved.uploadTempDir);
     const store = new RecordStore(database);
     const records = new RecordService(compiled, store, {

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import type { SharedSetting } from '../db/settings-store.js';
 import type { Identity } from './identity.js';
 
 /**
@@ -115,27 +116,31 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 export interface LoadFileTokenSecretOptions {
   /** An explicit secret (`fileTokenSecret`), at least 32 characters. */
   secret?: string;
-  /** Where a generated secret is kept (`<dataDir>/file-token.secret`). */
+  /** The secret's place in the database (`_recordbase_settings`), which every instance on it shares. */
+  shared: SharedSetting;
+  /** Where earlier versions kept a generated secret (`<dataDir>/file-token.secret`); read, never written. */
   dataDir: string;
 }
 
 const MIN_SECRET_LENGTH = 32;
 const SECRET_FILE = 'file-token.secret';
+/** The key of the file-token secret in `_recordbase_settings`. */
+export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 
 /**
- * The key file tokens are signed with. An explicit `secret` wins; otherwise the one stored in
- * `<dataDir>/file-token.secret`, generated (32 random bytes, hex, mode 0600) on first use so that
- * tokens survive restarts without configuration.
+ * The key file tokens are signed with. An explicit `secret` wins. Otherwise the secret kept in
+ * the database (`shared`): created once, by whichever instance starts first (32 random bytes,
+ * hex), so that every instance on the database accepts every other's tokens and tokens survive
+ * restarts, with no configuration and no shared disk. Instances starting together agree on one
+ * secret (the first insert wins, the others read it).
  *
- * Several instances behind one load balancer must share the key, or a token signed by one is
- * refused by the others: pass the same `fileTokenSecret` to each, or give them a shared `dataDir`.
- * The file is created atomically (written under a temporary name, then hard-linked into place,
- * which fails if it exists), so instances starting together end up with the same secret and none
- * ever reads a half-written file.
+ * Upgrade path: when the database holds no secret yet and `<dataDir>/file-token.secret` (where
+ * earlier versions generated it) exists, that secret is stored instead, so tokens already handed
+ * out keep working; from then on the database is the source and the file is no longer read.
  *
- * Throws a TypeError for an explicit secret shorter than 32 characters, an Error for a secret file
- * that is too short (corrupted: delete it, or pass `fileTokenSecret`), and the file system's error
- * when `dataDir` cannot be created or written.
+ * Throws a TypeError for an explicit secret shorter than 32 characters, an Error for a stored
+ * secret or secret file that is too short (corrupted: delete it, or pass `fileTokenSecret`), and
+ * the database's error when it cannot be reached.
  */
 export async function loadFileTokenSecret(options: LoadFileTokenSecretOptions): Promise<Buffer> {
   if (options.secret !== undefined) {
@@ -144,30 +149,16 @@ export async function loadFileTokenSecret(options: LoadFileTokenSecretOptions): 
     }
     return Buffer.from(options.secret, 'utf8');
   }
-  const file = path.join(options.dataDir, SECRET_FILE);
-  const existing = await readSecretFile(file);
-  if (existing) return existing;
-
-  await fs.mkdir(options.dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('hex');
-  const temp = path.join(options.dataDir, `.${SECRET_FILE}.${randomBytes(8).toString('hex')}.tmp`);
-  await fs.writeFile(temp, secret + '\n', { flag: 'wx', mode: 0o600 });
-  try {
-    await fs.link(temp, file);
-    return Buffer.from(secret, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException)?.code !== 'EEXIST') throw error;
-    // Another instance won the race; its file is complete because it was linked, not written in place.
-    const winner = await readSecretFile(file);
-    if (!winner) throw new Error(`${file} vanished while it was being created; retry or pass fileTokenSecret`);
-    return winner;
-  } finally {
-    await fs.unlink(temp).catch(() => undefined);
+  const stored = (await options.shared.read()) ?? (await options.shared.claim(await readLegacySecret(options.dataDir) ?? randomBytes(32).toString('hex')));
+  if (stored.length < MIN_SECRET_LENGTH) {
+    throw new Error(`the file-token secret stored in the database is under ${MIN_SECRET_LENGTH} characters; delete it (key "${FILE_TOKEN_SECRET_SETTING}" of _recordbase_settings) or pass fileTokenSecret`);
   }
+  return Buffer.from(stored, 'utf8');
 }
 
-/** The stored secret, or undefined when there is no file yet. */
-async function readSecretFile(file: string): Promise<Buffer | undefined> {
+/** The secret an earlier version generated under `dataDir`, or undefined when there is no file. */
+async function readLegacySecret(dataDir: string): Promise<string | undefined> {
+  const file = path.join(dataDir, SECRET_FILE);
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -179,5 +170,5 @@ async function readSecretFile(file: string): Promise<Buffer | undefined> {
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new Error(`${file} holds no usable secret (under ${MIN_SECRET_LENGTH} characters); delete it or pass fileTokenSecret`);
   }
-  return Buffer.from(secret, 'utf8');
+  return secret;
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import { META_TABLE, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
+import { META_TABLE, planMigration, SETTINGS_TABLE, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 
 /** One constant key: every recordbase instance on a database serialises its schema sync on it. */
 const MIGRATION_LOCK_KEY = 727_274_001;
@@ -11,11 +11,15 @@ export async function readDatabaseState(db: Knex | Knex.Transaction, tables: rea
     .select('table_name', 'column_name', 'data_type')
     .from('information_schema.columns')
     .whereRaw('table_schema = current_schema()')
-    .whereIn('table_name', [...tables, META_TABLE]);
-  const state: DatabaseState = { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false };
+    .whereIn('table_name', [...tables, META_TABLE, SETTINGS_TABLE]);
+  const state: DatabaseState = { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
   for (const row of columns) {
     if (row.table_name === META_TABLE) {
       state.metaTableExists = true;
+      continue;
+    }
+    if (row.table_name === SETTINGS_TABLE) {
+      state.settingsTableExists = true;
       continue;
     }
     const table = state.tables.get(row.table_name) ?? new Map<string, string>();

@@ -5,6 +5,12 @@ import { shortenIdentifier, type CollectionSchema, type FieldSchema, type Storag
 /** The table recordbase keeps its own bookkeeping in: the last applied definition per collection. */
 export const META_TABLE = '_rb_collections';
 
+/**
+ * Values every instance on the database must share, by key (the file-token secret): kept in the
+ * database so that instances need no shared disk or configuration to agree.
+ */
+export const SETTINGS_TABLE = '_recordbase_settings';
+
 /** What a collection looked like when it was last synced (stored in META_TABLE). */
 export interface AppliedCollection {
   id: string;
@@ -20,6 +26,7 @@ export interface DatabaseState {
   /** Collection name -> last applied definition (empty when META_TABLE is new). */
   applied: Map<string, AppliedCollection>;
   metaTableExists: boolean;
+  settingsTableExists: boolean;
 }
 
 /** The DDL to run, in order, and the bookkeeping rows to write afterwards. */
@@ -155,6 +162,9 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
   const statements: string[] = [];
   if (!state.metaTableExists) {
     statements.push(`CREATE TABLE IF NOT EXISTS ${q(META_TABLE)} ("name" text PRIMARY KEY, "id" text NOT NULL, "fields" jsonb NOT NULL, "updated" timestamptz NOT NULL DEFAULT now())`);
+  }
+  if (!state.settingsTableExists) {
+    statements.push(`CREATE TABLE IF NOT EXISTS ${q(SETTINGS_TABLE)} ("key" text PRIMARY KEY, "value" text NOT NULL, "created" timestamptz NOT NULL DEFAULT now())`);
   }
   const applied = new Map<string, AppliedCollection>();
   for (const c of collections) {

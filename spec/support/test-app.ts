@@ -37,7 +37,7 @@ export function createMemoryLogger() {
   return { lines, error: log, warn: log, info: log };
 }
 
-/** The file-token secret of test apps (a real router generates one in its dataDir). */
+/** The file-token secret of test apps (a real router without one keeps a generated one in the database). */
 export const TEST_FILE_TOKEN_SECRET = 'test-file-token-secret-0123456789abcdef';
 
 /**

@@ -1,9 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { createHmac } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { createFileTokens, loadFileTokenSecret } from '../../../lib/auth/file-token.js';
+import { createFileTokens } from '../../../lib/auth/file-token.js';
 import type { Identity } from '../../../lib/auth/identity.js';
 
 const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
@@ -190,70 +187,5 @@ describe('createFileTokens', () => {
     expect(() => tokens.sign({ id: 42 } as never, NOW)).toThrow(TypeError);
     expect(() => tokens.sign(null as never, NOW)).toThrow(TypeError);
     expect(() => tokens.sign({ id: 'x'.repeat(1025) }, NOW)).toThrow(TypeError);
-  });
-});
-
-describe('loadFileTokenSecret', () => {
-  let parent: string;
-
-  beforeAll(async () => {
-    parent = await fs.mkdtemp(path.join(os.tmpdir(), 'rb-file-token-'));
-  });
-
-  afterAll(async () => {
-    await fs.rm(parent, { recursive: true, force: true });
-  });
-
-  test('generates a 0600 secret file in a new dataDir and reuses it', async () => {
-    const dataDir = path.join(parent, 'fresh', 'nested');
-    const first = await loadFileTokenSecret({ dataDir });
-    const file = path.join(dataDir, 'file-token.secret');
-    const stat = await fs.stat(file);
-    expect(stat.mode & 0o777).toBe(0o600);
-    expect((await fs.readFile(file, 'utf8')).trim()).toMatch(/^[0-9a-f]{64}$/);
-    expect(first.toString('utf8')).toBe((await fs.readFile(file, 'utf8')).trim());
-    const second = await loadFileTokenSecret({ dataDir });
-    expect(second.equals(first)).toBe(true);
-    // Only the secret remains: no temporary file left behind.
-    expect(await fs.readdir(dataDir)).toEqual(['file-token.secret']);
-    // And tokens signed under it survive a "restart".
-    const token = createFileTokens({ secret: first }).sign(ALICE, NOW);
-    expect(createFileTokens({ secret: second }).verify(token, NOW)).toEqual({ id: ALICE.id });
-  });
-
-  test('an explicit secret wins and no file is created', async () => {
-    const dataDir = path.join(parent, 'explicit');
-    const secret = 's'.repeat(32);
-    expect((await loadFileTokenSecret({ secret, dataDir })).toString('utf8')).toBe(secret);
-    await expect(fs.stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
-  });
-
-  test('an explicit secret wins over an existing file', async () => {
-    const dataDir = path.join(parent, 'both');
-    const generated = await loadFileTokenSecret({ dataDir });
-    const secret = 'e'.repeat(40);
-    const loaded = await loadFileTokenSecret({ secret, dataDir });
-    expect(loaded.toString('utf8')).toBe(secret);
-    expect(loaded.equals(generated)).toBe(false);
-  });
-
-  test.each([[''], ['short'], ['x'.repeat(31)]])('a secret shorter than 32 characters (%j) throws a TypeError', async (secret) => {
-    await expect(loadFileTokenSecret({ secret, dataDir: path.join(parent, 'short') })).rejects.toThrow(/at least 32 characters/);
-    await expect(loadFileTokenSecret({ secret, dataDir: path.join(parent, 'short') })).rejects.toBeInstanceOf(TypeError);
-  });
-
-  test('concurrent calls on a fresh dataDir agree on one secret', async () => {
-    const dataDir = path.join(parent, 'race');
-    const results = await Promise.all(Array.from({ length: 8 }, () => loadFileTokenSecret({ dataDir })));
-    for (const result of results) expect(result.equals(results[0]!)).toBe(true);
-    expect(results[0]!.toString('utf8')).toBe((await fs.readFile(path.join(dataDir, 'file-token.secret'), 'utf8')).trim());
-    expect(await fs.readdir(dataDir)).toEqual(['file-token.secret']);
-  });
-
-  test('a corrupted (empty) secret file is reported, not silently replaced', async () => {
-    const dataDir = path.join(parent, 'corrupt');
-    await fs.mkdir(dataDir, { recursive: true });
-    await fs.writeFile(path.join(dataDir, 'file-token.secret'), '');
-    await expect(loadFileTokenSecret({ dataDir })).rejects.toThrow(/no usable secret/);
   });
 });
