@@ -22,18 +22,18 @@
  * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
  * --no-explain. BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
  */
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { CapturedQuery } from './bench-app.js';
 import { benchSchema, POSTS_ID, seededPostId, seededUserId, THUMB, WRITE_MARKER } from './bench-data.js';
-import type { LoadReply, LoadRequest, LoadSummary } from './load.js';
-import { countJestProcesses, describeLoad, describeMachine, readCpuSeconds, readMemory } from './machine.js';
+import { measureLoad, startServer, stopServer, waitForMessage, type Measurement, type ServerProcess } from './bench-processes.js';
+import type { LoadSummary } from './load.js';
+import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
 import { makePng } from './png.js';
 import { buildCreateBody, buildScenarios, LIST_FILTER, LIST_SORT, type Scenario, type ScenarioKey } from './scenarios.js';
@@ -53,8 +53,6 @@ interface BenchConfig {
   explain: boolean;
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const children = new Set<ChildProcess>();
 /** Data dirs of the size being measured; removed on exit too, in case the run is interrupted. */
 const dataDirs = new Set<string>();
 
@@ -93,82 +91,9 @@ function readConfig(): BenchConfig {
   };
 }
 
-/** A forked server: its process, its port and its base URL. */
-interface ServerProcess {
-  name: string;
-  child: ChildProcess;
-  pid: number;
-  base: string;
-}
-
-function waitForMessage<T extends { type: string }>(child: ChildProcess, type: string, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`no "${type}" message from pid ${child.pid} within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (message: T) => {
-      if (message?.type === type) done(undefined, message);
-    };
-    const onExit = (code: number | null) => done(new Error(`pid ${child.pid} exited (code ${code}) before sending "${type}"`));
-    function done(error?: Error, message?: T) {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      if (error) reject(error);
-      else resolve(message!);
-    }
-    child.on('message', onMessage);
-    child.on('exit', onExit);
-  });
-}
-
-function forkScript(script: string, env: Record<string, string>, execArgv: string[] = []): ChildProcess {
-  const child = fork(path.join(here, script), [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
-async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
-  // BENCH_PROFILE_DIR: each server writes a V8 CPU profile there when it stops (open it in Chrome DevTools).
-  const profileDir = process.env.BENCH_PROFILE_DIR;
-  const child = forkScript(script, env, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []);
-  const { port } = await waitForMessage<{ type: 'ready'; port: number }>(child, 'ready', 120_000);
-  return { name, child, pid: child.pid!, base: `http://127.0.0.1:${port}` };
-}
-
-async function stopServer(server: ServerProcess): Promise<void> {
-  if (server.child.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
-  server.child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-  if (server.child.exitCode === null) server.child.kill('SIGKILL');
-}
-
-/** What one server did in one scenario: the measured window, and its own CPU time per request (warm-up included). */
-interface Measurement extends LoadSummary {
-  cpuMsPerRequest: number;
-  /** The kernel's share of it (syscalls: sockets, files). */
-  systemMsPerRequest: number;
-}
-
 /** Runs one scenario against one server in a fresh load-generator process. */
-async function measure(config: BenchConfig, server: ServerProcess, scenario: Scenario): Promise<Measurement> {
-  const cpuBefore = readCpuSeconds(server.pid);
-  const child = forkScript('load.js', {});
-  const reply = waitForMessage<LoadReply>(child, 'result', (config.warmupSeconds + config.durationSeconds) * 1000 + 120_000);
-  child.send({
-    type: 'run',
-    url: server.base,
-    spec: scenario.spec,
-    connections: config.connections,
-    warmupSeconds: config.warmupSeconds,
-    durationSeconds: config.durationSeconds,
-  } satisfies LoadRequest);
-  const { warmup, measured } = await reply;
-  const cpuAfter = readCpuSeconds(server.pid);
-  const requests = warmup.total + measured.total;
-  const user = cpuAfter.user - cpuBefore.user;
-  const system = cpuAfter.system - cpuBefore.system;
-  return { ...measured, cpuMsPerRequest: ((user + system) * 1000) / requests, systemMsPerRequest: (system * 1000) / requests };
+function measure(config: BenchConfig, server: ServerProcess, scenario: Scenario): Promise<Measurement> {
+  return measureLoad({ server, spec: scenario.spec, load: config });
 }
 
 async function request(url: string, init?: RequestInit): Promise<{ status: number; headers: Headers; text: string }> {
@@ -479,7 +404,6 @@ async function main(): Promise<void> {
 }
 
 process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));

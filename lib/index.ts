@@ -7,6 +7,7 @@ export {
   assertStorageKey,
   assertStoragePrefix,
   assertByteRange,
+  checkSourceSize,
   type Storage,
   type StorageWriteOptions,
   type StorageWriteResult,

@@ -7,12 +7,14 @@ import {
   assertByteRange,
   assertStorageKey,
   assertStoragePrefix,
+  checkSourceSize,
   InvalidStorageKeyError,
   StorageNotFoundError,
   type ByteRange,
   type Storage,
   type StoredObject,
   type StoredObjectInfo,
+  type StorageWriteOptions,
   type StorageWriteResult,
 } from './storage.js';
 
@@ -121,7 +123,7 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
   return {
     root,
 
-    async write(key: string, source: Readable): Promise<StorageWriteResult> {
+    async write(key: string, source: Readable, options?: StorageWriteOptions): Promise<StorageWriteResult> {
       let target: string;
       try {
         target = resolveKey(key);
@@ -139,9 +141,11 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
         // leave the loop early (our own write failing).
         for await (const chunk of source) {
           const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Uint8Array);
+          checkSourceSize({ expected: options?.size, delivered: size + bytes.length, ended: false });
           await writeFully(handle, bytes);
           size += bytes.length;
         }
+        checkSourceSize({ expected: options?.size, delivered: size, ended: true });
         if (flush) await handle.sync();
         await handle.close();
         handle = undefined;

@@ -38,7 +38,7 @@ export class RecordFiles {
       // One at a time: each source is a spooled file, and sequential writes keep memory and open files flat.
       for (const item of staged) {
         const key = buildFileKey({ collectionId: collection.id, recordId, name: item.name });
-        await this.storage.write(key, item.upload.open(), { contentType: item.upload.mimeType });
+        await this.storage.write(key, item.upload.open(), { contentType: item.upload.mimeType, size: item.upload.size });
         written.push(key);
       }
       return written;

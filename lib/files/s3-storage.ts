@@ -5,6 +5,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
@@ -13,6 +14,7 @@ import {
   assertByteRange,
   assertStorageKey,
   assertStoragePrefix,
+  checkSourceSize,
   InvalidStorageKeyError,
   MAX_STORAGE_KEY_BYTES,
   StorageNotFoundError,
@@ -76,10 +78,13 @@ const DELETE_BATCH = 1000;
  * A `Storage` on an S3-compatible object store, through `@aws-sdk/client-s3` and
  * `@aws-sdk/lib-storage` (optional peer dependencies of recordbase: install them to use this).
  *
- * Keys map to object keys under `prefix`. Writes stream through lib-storage's `Upload`: a source
- * up to `partSize` goes as one PutObject, a bigger one as a multipart upload, so memory per write
- * is bounded by `(queueSize + 1) * partSize` whatever the file's size; either way S3 shows the
- * object only once it is complete, and a failed multipart upload is aborted. Reads are GetObject
+ * Keys map to object keys under `prefix`. A write whose `size` is promised and at most `partSize`
+ * (every upload within the default limits: they are spooled, so their size is known) is one
+ * PutObject streamed with its Content-Length, holding nothing in memory. Any other write goes
+ * through lib-storage's `Upload`: one PutObject for a source up to `partSize` (buffered to learn
+ * its length), a multipart upload for a bigger one, so memory per write is bounded by
+ * `(queueSize + 1) * partSize` whatever the file's size. Either way S3 shows the object only once
+ * it is complete, and a failed multipart upload is aborted. Reads are GetObject
  * (with `Range`), `stat` is HeadObject, `deletePrefix` and `list` page through ListObjectsV2 and
  * delete in DeleteObjects batches of 1000. Missing keys map to the contract's answers
  * (`StorageNotFoundError`, `undefined`, nothing to do); other failures reject with the SDK's error.
@@ -171,16 +176,21 @@ export function s3Storage(options: S3StorageOptions): S3Storage {
         source.destroy();
         throw error;
       }
-      const counted = countBytes(source);
-      const upload = new Upload({
-        client,
-        partSize,
-        queueSize,
-        leavePartsOnError: false,
-        params: { Bucket, Key, Body: counted.body, ContentType: writeOptions?.contentType },
-      });
+      const size = writeOptions?.size;
+      const counted = countBytes({ source, expected: size });
+      const ContentType = writeOptions?.contentType;
       try {
-        await upload.done();
+        if (size !== undefined && size <= partSize) {
+          // A known, small size: one PUT streamed with its Content-Length, nothing buffered. If the
+          // source fails, the request is cut short of its Content-Length and S3 stores nothing.
+          // The SDK pipes the body into the request and does not watch it for errors: a failing
+          // source must abort the request itself, or the PUT would wait forever for its bytes.
+          const abort = new AbortController();
+          counted.body.once('error', () => abort.abort());
+          await client.send(new PutObjectCommand({ Bucket, Key, Body: counted.body, ContentLength: size, ContentType }), { abortSignal: abort.signal });
+        } else {
+          await new Upload({ client, partSize, queueSize, leavePartsOnError: false, params: { Bucket, Key, Body: counted.body, ContentType } }).done();
+        }
       } catch (error) {
         counted.body.destroy();
         source.destroy();
@@ -283,20 +293,25 @@ function normalisePrefix(prefix: string | undefined): string {
 }
 
 /**
- * Passes `source` through, counting its bytes and remembering how it failed: an error, or an end
- * before its end (destroyed), which for-await reports as a premature close.
+ * Passes `source` through, counting its bytes, holding it to the `expected` size (when promised)
+ * and remembering how it failed: an error, a wrong size, or an end before its end (destroyed),
+ * which for-await reports as a premature close.
  */
-function countBytes(source: Readable): { body: Readable; size(): number; sourceError(): unknown } {
+function countBytes(options: { source: Readable; expected: number | undefined }): { body: Readable; size(): number; sourceError(): unknown } {
+  const { source, expected } = options;
   let size = 0;
   let failure: unknown;
   const body = Readable.from(
     (async function* () {
       try {
+        checkSourceSize({ expected, delivered: 0, ended: false });
         for await (const chunk of source) {
           const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+          checkSourceSize({ expected, delivered: size + bytes.length, ended: false });
           size += bytes.length;
           yield bytes;
         }
+        checkSourceSize({ expected, delivered: size, ended: true });
       } catch (error) {
         failure = error;
         throw error;

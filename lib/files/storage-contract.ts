@@ -435,6 +435,35 @@ export function describeStorageContract(options: StorageContractOptions): void {
       });
     });
 
+    describe('a promised size', () => {
+      test('a source that delivers the promised size is stored as without it', async () => {
+        const small = Buffer.from('sized');
+        assert.deepEqual(await storage.write('c/r/small.txt', bufferSource(small), { size: small.length }), { size: small.length });
+        const big = randomBytes(3 * 1024 * 1024 + 5);
+        assert.deepEqual(await storage.write('c/r/big.bin', chunkedSource(big), { size: big.length, contentType: 'application/octet-stream' }), { size: big.length });
+        assert.ok((await readAll(await storage.read('c/r/big.bin'))).equals(big));
+        assert.deepEqual(await storage.write('c/r/empty.txt', Readable.from([], { objectMode: false }), { size: 0 }), { size: 0 });
+        assert.deepEqual(await keys(), ['c/r/big.bin', 'c/r/empty.txt', 'c/r/small.txt']);
+      });
+
+      test('a source longer or shorter than promised fails the write, stores nothing, keeps the previous version', async () => {
+        await storage.write('c/r/keep.bin', bufferSource('previous'));
+        const data = randomBytes(200_000);
+        await expectRejection(storage.write('c/r/keep.bin', chunkedSource(data), { size: data.length - 1 }), Error, 'a source longer than promised');
+        await expectRejection(storage.write('c/r/keep.bin', chunkedSource(data), { size: data.length + 1 }), Error, 'a source shorter than promised');
+        await expectRejection(storage.write('c/r/new.bin', chunkedSource(data), { size: 10 }), Error, 'a new key, a source longer than promised');
+        assert.equal(await text('c/r/keep.bin'), 'previous');
+        assert.deepEqual(await keys(), ['c/r/keep.bin']);
+      });
+
+      test('a failing source with a promised size rejects with its error and leaves nothing', async () => {
+        const error = new Error('cut off');
+        const seen = await expectRejection(storage.write('c/r/cut.bin', failingSource(150_000, error), { size: 300_000 }), Error, 'a failing sized source');
+        assert.equal(seen, error);
+        assert.deepEqual(await keys(), []);
+      });
+    });
+
     describe('concurrency', () => {
       test('concurrent writes to one key end with exactly one complete version', async () => {
         const versions = [1, 2, 3, 4, 5].map((fill) => Buffer.alloc(512 * 1024 + fill * 1000, fill));

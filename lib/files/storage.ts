@@ -109,6 +109,13 @@ export interface Storage {
 export interface StorageWriteOptions {
   /** The MIME type our code decided on, for stores that keep it as metadata. A hint only. */
   contentType?: string;
+  /**
+   * The exact number of bytes `source` delivers, when the caller knows it (an upload spooled to
+   * disk). It lets an object store stream one PUT with a Content-Length instead of buffering the
+   * file to learn its length. A promise, not a hint: a source that delivers a different count
+   * fails the write (`checkSourceSize`), and nothing is stored.
+   */
+  size?: number;
 }
 
 /** What `Storage.write` reports: the stored size, so uploads need not count bytes twice. */
@@ -208,6 +215,20 @@ function checkKeyShape(key: string, what: 'key' | 'prefix'): void {
       refuse(`a segment of the ${what} is longer than ${MAX_SEGMENT_BYTES} bytes`);
     }
   }
+}
+
+/**
+ * Throws unless `delivered` bytes (so far, or in all once `ended`) agree with the `expected` size
+ * a writer was promised (`StorageWriteOptions.size`; undefined: nothing promised): a `RangeError`
+ * for a size that is not a non-negative integer, an `Error` for a source that delivers more, or
+ * ends with fewer. Shared so that every adapter keeps the promise the same way.
+ */
+export function checkSourceSize(options: { expected: number | undefined; delivered: number; ended: boolean }): void {
+  const { expected, delivered, ended } = options;
+  if (expected === undefined) return;
+  if (!Number.isSafeInteger(expected) || expected < 0) throw new RangeError(`Invalid size ${String(expected)}: need an integer >= 0`);
+  if (delivered > expected) throw new Error(`the source delivered more than the ${expected} bytes announced`);
+  if (ended && delivered < expected) throw new Error(`the source ended after ${delivered} of the ${expected} bytes announced`);
 }
 
 /**

@@ -74,6 +74,7 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
     }
     await storage.write(target.key, Readable.from([Buffer.from(output.data.buffer, output.data.byteOffset, output.data.byteLength)]), {
       contentType: output.contentType,
+      size: output.data.byteLength,
     });
     return { key: target.key, contentType: output.contentType };
   }
