@@ -16,6 +16,7 @@ import express, { type Request, type Response } from 'express';
 import multer from 'multer';
 import pg from 'pg';
 import { POSTS_ID, THUMB, USERS_ID } from './bench-data.js';
+import { serveBenchApp } from './bench-processes.js';
 
 const schema = process.env.BENCH_SCHEMA!;
 const dataDir = process.env.BENCH_DATA_DIR!;
@@ -177,15 +178,4 @@ app.use((err: unknown, req: Request, res: Response, _next: express.NextFunction)
   else res.destroy();
 });
 
-const server = app.listen(0, '127.0.0.1', () => {
-  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
-});
-
-async function shutdown(): Promise<void> {
-  server.close();
-  server.closeAllConnections();
-  await pool.end();
-  process.exit(0);
-}
-process.once('SIGTERM', () => void shutdown());
-process.once('disconnect', () => void shutdown());
+serveBenchApp({ app, close: () => pool.end() });

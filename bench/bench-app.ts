@@ -13,6 +13,7 @@ import express from 'express';
 import knexFactory from 'knex';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
 import { benchCollections, FILE_TOKEN_SECRET } from './bench-data.js';
+import { serveBenchApp } from './bench-processes.js';
 
 /** A statement as Knex sent it: native `$n` SQL and its bindings. */
 export interface CapturedQuery {
@@ -42,10 +43,6 @@ const app = express();
 app.use('/backend', records);
 await records.ready;
 
-const server = app.listen(0, '127.0.0.1', () => {
-  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
-});
-
 process.on('message', (message: { type: string }) => {
   if (message.type === 'capture') {
     captured = [];
@@ -57,12 +54,10 @@ process.on('message', (message: { type: string }) => {
   }
 });
 
-async function shutdown(): Promise<void> {
-  server.close();
-  server.closeAllConnections();
-  await records.close();
-  await database.destroy();
-  process.exit(0);
-}
-process.once('SIGTERM', () => void shutdown());
-process.once('disconnect', () => void shutdown());
+serveBenchApp({
+  app,
+  async close() {
+    await records.close();
+    await database.destroy();
+  },
+});

@@ -4,6 +4,8 @@
  * measurement, so that no server shares a process with the load or with another server.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadReply, LoadRequest, LoadSummary } from './load.js';
@@ -16,6 +18,31 @@ const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
+
+/** A positive number from a flag or the environment (`raw`), or `fallback` when absent; throws on anything else. */
+export function parsePositive(name: string, raw: string | undefined, fallback: number): number {
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+/**
+ * The server side of `startServer`, for a forked host app: listens on 127.0.0.1 (port 0), sends
+ * `{ type: 'ready', port }`, and on SIGTERM or when the runner goes away closes the server, then
+ * `close()` (the router, the pool), and exits.
+ */
+export function serveBenchApp(options: { app: (req: IncomingMessage, res: ServerResponse) => void; close(): Promise<void> }): void {
+  const server = http.createServer(options.app);
+  server.listen(0, '127.0.0.1', () => process.send!({ type: 'ready', port: (server.address() as AddressInfo).port }));
+  const shutdown = async (): Promise<void> => {
+    server.close();
+    server.closeAllConnections();
+    await options.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown());
+  process.once('disconnect', () => void shutdown());
+}
 
 /** A forked server: its process, its port and its base URL. */
 export interface ServerProcess {

@@ -31,7 +31,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { CapturedQuery } from './bench-app.js';
 import { benchSchema, POSTS_ID, seededPostId, seededUserId, THUMB, WRITE_MARKER } from './bench-data.js';
-import { measureLoad, startServer, stopServer, waitForMessage, type Measurement, type ServerProcess } from './bench-processes.js';
+import { measureLoad, parsePositive, startServer, stopServer, waitForMessage, type Measurement, type ServerProcess } from './bench-processes.js';
 import type { LoadSummary } from './load.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
@@ -70,21 +70,16 @@ function readConfig(): BenchConfig {
       'no-explain': { type: 'boolean', default: false },
     },
   });
-  const positive = (name: string, raw: string | undefined, fallback: number): number => {
-    const n = raw === undefined || raw === '' ? fallback : Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-    return n;
-  };
-  const rows = (values.rows ?? process.env.BENCH_ROWS ?? '100000').split(',').map((r) => positive('--rows', r.trim().replace(/_/g, ''), 100000));
+  const rows = (values.rows ?? process.env.BENCH_ROWS ?? '100000').split(',').map((r) => parsePositive('--rows', r.trim().replace(/_/g, ''), 100000));
   const scenarios = values.scenarios ?? process.env.BENCH_SCENARIOS;
   return {
     url: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     rows: rows.map(Math.floor),
     reseed: values.reseed ?? false,
-    durationSeconds: positive('--duration', values.duration ?? process.env.BENCH_DURATION, 10),
-    warmupSeconds: positive('--warmup', values.warmup ?? process.env.BENCH_WARMUP, 3),
-    connections: Math.floor(positive('--connections', values.connections ?? process.env.BENCH_CONNECTIONS, 10)),
-    rounds: Math.floor(positive('--rounds', values.rounds ?? process.env.BENCH_ROUNDS, 1)),
+    durationSeconds: parsePositive('--duration', values.duration ?? process.env.BENCH_DURATION, 10),
+    warmupSeconds: parsePositive('--warmup', values.warmup ?? process.env.BENCH_WARMUP, 3),
+    connections: Math.floor(parsePositive('--connections', values.connections ?? process.env.BENCH_CONNECTIONS, 10)),
+    rounds: Math.floor(parsePositive('--rounds', values.rounds ?? process.env.BENCH_ROUNDS, 1)),
     waitForIdle: values['wait-for-idle'] === true || process.env.BENCH_WAIT_FOR_IDLE === '1',
     scenarios: scenarios ? new Set(scenarios.split(',').map((s) => s.trim() as ScenarioKey)) : undefined,
     explain: !values['no-explain'],

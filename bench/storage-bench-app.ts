@@ -11,6 +11,7 @@ import knexFactory from 'knex';
 import { createRecordsRouter, diskStorage, type CollectionDefinition, type Storage } from '../lib/index.js';
 import { s3Storage } from '../lib/files/s3-storage.js';
 import { FILE_TOKEN_SECRET } from './bench-data.js';
+import { serveBenchApp } from './bench-processes.js';
 
 /** The one collection: the fields the load generator's upload body sends (`title`, `author`, `cover`). */
 export const STORAGE_BENCH_COLLECTIONS: CollectionDefinition[] = [
@@ -42,14 +43,10 @@ const records = createRecordsRouter({
 const app = express();
 app.use('/backend', records);
 await records.ready;
-const server = app.listen(0, '127.0.0.1', () => process.send!({ type: 'ready', port: (server.address() as { port: number }).port }));
-
-async function shutdown(): Promise<void> {
-  server.close();
-  server.closeAllConnections();
-  await records.close();
-  await database.destroy();
-  process.exit(0);
-}
-process.once('SIGTERM', () => void shutdown());
-process.once('disconnect', () => void shutdown());
+serveBenchApp({
+  app,
+  async close() {
+    await records.close();
+    await database.destroy();
+  },
+});

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startS3TestServer, type S3TestServer } from '../spec/support/s3-test-server.js';
-import { measureLoad, startServer, stopServer, type LoadSettings, type Measurement, type ServerProcess } from './bench-processes.js';
+import { measureLoad, parsePositive, startServer, stopServer, type LoadSettings, type Measurement, type ServerProcess } from './bench-processes.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
 import { buildMultipart } from './multipart.js';
 
@@ -44,16 +44,11 @@ function readConfig(): Config {
       'wait-for-idle': { type: 'boolean', default: false },
     },
   });
-  const positive = (name: string, raw: string | undefined, fallback: number): number => {
-    const n = raw === undefined || raw === '' ? fallback : Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-    return n;
-  };
   return {
     url: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    durationSeconds: positive('--duration', values.duration ?? process.env.BENCH_DURATION, 10),
-    warmupSeconds: positive('--warmup', values.warmup ?? process.env.BENCH_WARMUP, 3),
-    connections: Math.floor(positive('--connections', values.connections ?? process.env.BENCH_CONNECTIONS, 10)),
+    durationSeconds: parsePositive('--duration', values.duration ?? process.env.BENCH_DURATION, 10),
+    warmupSeconds: parsePositive('--warmup', values.warmup ?? process.env.BENCH_WARMUP, 3),
+    connections: Math.floor(parsePositive('--connections', values.connections ?? process.env.BENCH_CONNECTIONS, 10)),
     waitForIdle: values['wait-for-idle'] === true || process.env.BENCH_WAIT_FOR_IDLE === '1',
   };
 }

@@ -1,9 +1,9 @@
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Jimp } from 'jimp';
-import supertest from 'supertest';
 import { createFileTokens } from '../../lib/auth/file-token.js';
+import { binary } from '../support/binary-body.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { fileCollections, listFilesUnder, makePng, readStoredFile, storedNamePattern } from '../support/file-fixtures.js';
 import { startTestApp, TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
@@ -17,14 +17,6 @@ const ROOT = { Authorization: 'token-root' };
 const ALICE_ID = TEST_IDENTITIES['token-alice']!.id;
 const BOB_ID = TEST_IDENTITIES['token-bob']!.id;
 
-/** Reads any response body as raw bytes (supertest would otherwise parse text and JSON). */
-function readBinary(res: IncomingMessage, done: (err: Error | null, body: Buffer) => void): void {
-  const chunks: Buffer[] = [];
-  res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  res.on('end', () => done(null, Buffer.concat(chunks)));
-  res.on('error', (err) => done(err, Buffer.alloc(0)));
-}
-const binary = readBinary as unknown as Parameters<supertest.Test['parse']>[0];
 
 interface RawResponse {
   status: number;

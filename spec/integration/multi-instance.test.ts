@@ -13,7 +13,6 @@ import { startS3TestServer, type S3TestServer } from '../support/s3-test-server.
 import { TEST_IDENTITIES } from '../support/test-app.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 
-const ROOT = { Authorization: 'token-root' };
 const ALICE_ID = TEST_IDENTITIES['token-alice']!.id;
 
 interface StoredRecord {

@@ -2,18 +2,17 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Jimp } from 'jimp';
-import type supertest from 'supertest';
 import type { S3Storage } from '../../lib/files/s3-storage.js';
 import { collectList, readAll } from '../../lib/files/storage-contract.js';
 import { sweepUnreferencedFiles } from '../../lib/files/sweep-files.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
+import { binary } from '../support/binary-body.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { fileCollections, makePng } from '../support/file-fixtures.js';
 import { startS3TestServer, type S3TestServer } from '../support/s3-test-server.js';
@@ -25,14 +24,6 @@ const MIB = 1024 * 1024;
 const DAY = 24 * 60 * 60 * 1000;
 const ROOT = { Authorization: 'token-root' };
 
-/** Reads any response body as raw bytes. */
-function readBinary(res: IncomingMessage, done: (err: Error | null, body: Buffer) => void): void {
-  const chunks: Buffer[] = [];
-  res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  res.on('end', () => done(null, Buffer.concat(chunks)));
-  res.on('error', (err) => done(err, Buffer.alloc(0)));
-}
-const binary = readBinary as unknown as Parameters<supertest.Test['parse']>[0];
 
 interface StoredRecord {
   id: string;
