@@ -69,6 +69,11 @@ export interface RecordsRouterOptions {
    * turns it off. Default: every 6 hours, files older than 24 hours.
    */
   fileSweep?: FileSweepOptions | false;
+  /**
+   * Serve the OpenAPI document of the collections at `/api/openapi.json` (docs/openapi.md).
+   * Default `false`: a schema is information a deployment may not want to publish.
+   */
+  openapi?: boolean;
 }
 
 /** When the sweep of unreferenced files runs, and which files it may remove. */
@@ -97,6 +102,7 @@ export interface ResolvedOptions {
   batch: BatchSettings | false;
   /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
   uploadTempDir: string;
+  openapi: boolean;
 }
 
 const MIB = 1024 * 1024;
@@ -129,6 +135,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
     throw new TypeError('fileTokenSecret must be a string of at least 32 characters');
   }
   if (options.thumbnail !== undefined && typeof options.thumbnail !== 'function') throw new TypeError('thumbnail must be a function');
+  if (options.openapi !== undefined && typeof options.openapi !== 'boolean') throw new TypeError('openapi must be true or false');
   const sweep = options.fileSweep ?? {};
   const maxBodySize = checkPositiveInteger('limits.maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB));
   return {
@@ -148,6 +155,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
         : { intervalMs: checkPositiveInteger('fileSweep.intervalMs', sweep.intervalMs ?? 6 * HOUR), minAgeMs: checkPositiveInteger('fileSweep.minAgeMs', sweep.minAgeMs ?? 24 * HOUR) },
     uploadTempDir: path.join(dataDir, 'uploads-tmp'),
     batch: resolveBatch(options.batch, maxBodySize),
+    openapi: options.openapi ?? false,
     limits: {
       maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
       maxBodySize,

@@ -17,6 +17,7 @@ import { createCallerResolver } from './http/resolve-caller.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
 import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
+import { createOpenApiRoute } from './http/openapi-route.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { resolveOptions, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
@@ -80,6 +81,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     const presenter = new RecordPresenter(registry, store);
     apiDeps = { service: records, presenter, maxPerPage: resolved.limits.maxPerPage, maxFileSize: resolved.limits.maxFileSize, tempDir: resolved.uploadTempDir };
     const combined = express.Router();
+    if (resolved.openapi) combined.use(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
     combined.use(
       createRecordsRoutes({
         records,

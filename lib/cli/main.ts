@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { existsSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import express from 'express';
 import type { Knex } from 'knex';
@@ -7,28 +9,32 @@ import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-d
 import { resolveOptions, type ResolvedOptions } from '../options.js';
 import { planDatabaseSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
+import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
+import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
 import { buildSchemaRegistry } from '../schema/collection-schema.js';
+import { emptyDatabaseState, planMigration } from '../schema/plan-migration.js';
 import { loadConfig } from './load-config.js';
 
-const USAGE = `Usage:
-  recordbase serve   [--config recordbase.config.js] [--port 8090]
-  recordbase migrate [--config recordbase.config.js] [--dry-run]
-  recordbase clean   --days N [--config recordbase.config.js] [--dry-run]
+const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
+is the options object of createRecordsRouter (see docs/configuration.md).`;
 
-serve    runs a standalone server with the router mounted at /.
-migrate  brings the database schema up to date (--dry-run prints the DDL instead).
-clean    removes stored files that no record references and that are older than N days
-         (fractions allowed: --days 0.5 is 12 hours); --dry-run only counts them.
-
-The config file is a JavaScript module whose default export is the options object of
-createRecordsRouter (see docs/configuration.md).`;
+/** One subcommand: its help text (printed by --help) and what it does. */
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly help: string;
+  run(args: string[]): Promise<void>;
+}
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Without a terminal, the progress line is printed once per this many files. */
 const PROGRESS_LINE_EVERY = 1000;
 
 /** A mistake in the command line: exit code 2 and the usage text, as opposed to a failure (1). */
-class UsageError extends Error {}
+class UsageError extends Error {
+  /** The usage line to print with the message; set to the command's own when one was named. */
+  usage?: string;
+}
 
 /** Parses a command's arguments; an unknown or malformed option is a usage error, not a failure. */
 function parseCommandArgs<T extends NonNullable<Parameters<typeof parseArgs>[0]>['options']>(args: string[], options: T) {
@@ -39,25 +45,43 @@ function parseCommandArgs<T extends NonNullable<Parameters<typeof parseArgs>[0]>
   }
 }
 
+/** Closes a database the config created (a Knex pool would keep the process alive). */
+async function releaseConfiguredDatabase(options: ResolvedOptions): Promise<void> {
+  await options.database?.destroy();
+}
+
 /** The database the config names, or the embedded one under its dataDir: the same rule as the router. */
 function openConfiguredDatabase(options: ResolvedOptions): Knex {
   return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir));
 }
 
+/** `host:port` as a URL authority: IPv6 addresses in brackets. */
+function formatAuthority(address: AddressInfo): string {
+  return address.family === 'IPv6' ? `[${address.address}]:${address.port}` : `${address.address}:${address.port}`;
+}
+
 async function serve(args: string[]): Promise<void> {
-  const { values } = parseCommandArgs(args, { config: { type: 'string' }, port: { type: 'string', default: process.env.PORT ?? '8090' } });
+  const { values } = parseCommandArgs(args, {
+    config: { type: 'string' },
+    port: { type: 'string', default: process.env.PORT ?? '8090' },
+    host: { type: 'string', default: process.env.HOST ?? '127.0.0.1' },
+  });
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number, got "${values.port}"`);
+  if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be a port number (0-65535), got "${values.port}"`);
   const router = createRecordsRouter(await loadConfig(values.config));
   await router.ready;
   const app = express();
   app.disable('x-powered-by');
   app.use('/', router);
-  const server = app.listen(port, () => {
-    const address = server.address();
-    const actual = typeof address === 'object' && address ? address.port : port;
-    console.log(`recordbase listening on http://127.0.0.1:${actual}/api/collections/{collection}/records`);
+  // Express 5 hands a listen error to this callback; without it a taken port went unnoticed.
+  const server = await new Promise<ReturnType<typeof app.listen>>((resolve, reject) => {
+    const s = app.listen(port, values.host, (error?: Error) => (error ? reject(error) : resolve(s)));
+  }).catch(async (error: unknown) => {
+    await router.close();
+    throw new Error(`cannot listen on ${values.host}:${port}: ${error instanceof Error ? error.message : String(error)}`);
   });
+  const base = `http://${formatAuthority(server.address() as AddressInfo)}`;
+  console.log(`recordbase listening on ${base}/ (records under ${base}/api/collections/{collection}/records)`);
   const stop = () => {
     server.close();
     void router.close().then(() => process.exit(0));
@@ -70,14 +94,45 @@ async function migrate(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } });
   const options = resolveOptions(await loadConfig(values.config));
   const collections = buildSchemaRegistry(options.collections).collections;
-  const db = openConfiguredDatabase(options);
+  const dryRun = values['dry-run'] === true;
+  let plan;
+  if (dryRun && options.database === undefined && !existsSync(embeddedDatabaseDir(options.dataDir))) {
+    // Opening the embedded database would create its folder: a dry run plans against nothing instead.
+    plan = planMigration(collections, emptyDatabaseState());
+  } else {
+    const db = openConfiguredDatabase(options);
+    try {
+      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections);
+    } finally {
+      await db.destroy();
+    }
+  }
+  if (plan.statements.length === 0) console.log('-- the database is up to date');
+  for (const statement of plan.statements) console.log(`${statement};`);
+  if (!dryRun && plan.statements.length > 0) console.log(`-- applied ${plan.statements.length} statement(s)`);
+}
+
+/** `recordbase openapi`: the OpenAPI document of the config's collections, on stdout. */
+async function openapi(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { config: { type: 'string' }, server: { type: 'string', default: '/' } });
+  const options = resolveOptions(await loadConfig(values.config));
   try {
-    const plan = values['dry-run'] ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections);
-    if (plan.statements.length === 0) console.log('-- the database is up to date');
-    for (const statement of plan.statements) console.log(`${statement};`);
-    if (!values['dry-run'] && plan.statements.length > 0) console.log(`-- applied ${plan.statements.length} statement(s)`);
+    const registry = buildSchemaRegistry(options.collections);
+    const document = buildOpenApiDocument(registry, { serverUrl: values.server, limits: options.limits, multipartUpdate: options.multipartUpdate });
+    process.stdout.write(renderOpenApiDocument(document));
   } finally {
-    await db.destroy();
+    await releaseConfiguredDatabase(options);
+  }
+}
+
+/** `recordbase types`: TypeScript declarations of the config's collections, on stdout. */
+async function types(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { config: { type: 'string' } });
+  const options = resolveOptions(await loadConfig(values.config));
+  try {
+    process.stdout.write(renderTypeScriptTypes(buildSchemaRegistry(options.collections)));
+  } finally {
+    await releaseConfiguredDatabase(options);
   }
 }
 
@@ -180,19 +235,119 @@ async function clean(args: string[]): Promise<void> {
   }
 }
 
-/** The `recordbase` executable (DESIGN.md section 8). */
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    usage: 'recordbase serve [--config file] [--port 8090] [--host 127.0.0.1]',
+    summary: 'run a standalone server with the router mounted at /',
+    help: `Runs a standalone server with the router mounted at /, and prints the address it listens on.
+A port in use (or any other listen error) is an error: exit code 1.
+
+  --config file   the config module (default ./recordbase.config.js)
+  --port N        the port, 0 for any free one (default $PORT or 8090)
+  --host address  the interface to listen on (default $HOST or 127.0.0.1; 0.0.0.0 for every IPv4 one)`,
+    run: serve,
+  },
+  migrate: {
+    usage: 'recordbase migrate [--config file] [--dry-run]',
+    summary: 'bring the database schema up to date with the collections',
+    help: `Brings the database schema up to date with the config's collections and prints the DDL it ran.
+A change that cannot be applied safely (a type change, a dropped field) is refused, naming every
+offending collection and field.
+
+  --config file   the config module (default ./recordbase.config.js)
+  --dry-run       print the DDL without running it; changes nothing (an embedded database that
+                  does not exist yet is not created: the plan is against an empty one)`,
+    run: migrate,
+  },
+  clean: {
+    usage: 'recordbase clean --days N [--config file] [--dry-run]',
+    summary: 'remove unreferenced stored files older than N days',
+    help: `Removes stored files that no record references and that are older than N days, then prints
+what it scanned, removed and skipped. Exit code 1 if a removal failed.
+
+  --days N        minimum age in days; fractions allowed (--days 0.5 is 12 hours)
+  --config file   the config module (default ./recordbase.config.js)
+  --dry-run       only count what would be removed`,
+    run: clean,
+  },
+  openapi: {
+    usage: 'recordbase openapi [--config file] [--server url]',
+    summary: 'print the OpenAPI 3.1 document of the collections',
+    help: `Prints the OpenAPI 3.1 document (JSON) of every records and files path of the config's
+collections, hidden fields left out. Same config, same bytes. See docs/openapi.md.
+
+  --config file   the config module (default ./recordbase.config.js)
+  --server url    servers[0].url: where the router is mounted, e.g. https://example.com/backend
+                  (default /)`,
+    run: openapi,
+  },
+  types: {
+    usage: 'recordbase types [--config file]',
+    summary: 'print TypeScript declarations of the collections for the pocketbase SDK',
+    help: `Prints TypeScript declarations of the config's collections: a record interface per collection
+(expand typed through relations), create and update bodies, and TypedPocketBase for the pocketbase
+SDK. Same config, same bytes. See docs/openapi.md.
+
+  recordbase types > src/pocketbase-types.ts
+
+  --config file   the config module (default ./recordbase.config.js)`,
+    run: types,
+  },
+};
+
+/** The package version, read from the package.json beside dist/ (main.js is dist/lib/cli/main.js). */
+function readVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
+function formatUsage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`);
+  return `Usage: recordbase <command> [options]
+
+Commands:
+${lines.join('\n')}
+
+recordbase <command> --help   the options of one command
+recordbase --version          the version
+
+${CONFIG_NOTE}`;
+}
+
+function isHelpFlag(arg: string | undefined): boolean {
+  return arg === '--help' || arg === '-h';
+}
+
+/** The `recordbase` executable (docs/configuration.md#the-executable). Help goes to stdout, errors to stderr. */
 async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  if (command === 'serve') return serve(rest);
-  if (command === 'migrate') return migrate(rest);
-  if (command === 'clean') return clean(rest);
-  console.error(USAGE);
-  process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+  const [name, ...rest] = argv;
+  if (name === undefined || isHelpFlag(name) || name === 'help') {
+    const topic = name === 'help' && rest[0] !== undefined ? COMMANDS[rest[0]] : undefined;
+    console.log(topic ? `Usage: ${topic.usage}\n\n${topic.help}` : formatUsage());
+    return;
+  }
+  if (name === '--version' || name === '-v') {
+    console.log(readVersion());
+    return;
+  }
+  const command = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) throw new UsageError(`unknown command "${name}"`);
+  if (rest.some(isHelpFlag)) {
+    console.log(`Usage: ${command.usage}\n\n${command.help}`);
+    return;
+  }
+  try {
+    await command.run(rest);
+  } catch (err) {
+    if (err instanceof UsageError) err.usage ??= `Usage: ${command.usage}\n(recordbase ${name} --help for the options)`;
+    throw err;
+  }
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof UsageError) {
-    console.error(`recordbase: ${err.message}\n\n${USAGE}`);
+    console.error(`recordbase: ${err.message}\n\n${err.usage ?? formatUsage()}`);
     process.exitCode = 2;
     return;
   }

@@ -109,24 +109,30 @@ function isSameApplied(a: AppliedCollection, b: AppliedCollection): boolean {
   );
 }
 
-function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): void {
+/** One reason a change is refused, naming its collection and field; all are reported together. */
+interface Refusal {
+  readonly field?: string;
+  readonly message: string;
+}
+
+function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): Refusal[] {
   if (before.id !== c.id) {
-    throw new SchemaError(
-      `collection "${c.name}": its id changed from "${before.id}" to "${c.id}"; file keys use the id, so recordbase refuses to change it`,
-    );
+    return [{ message: `collection "${c.name}": its id changed from "${before.id}" to "${c.id}"; file keys use the id, so recordbase refuses to change it` }];
   }
+  const problems: Refusal[] = [];
   for (const old of before.fields) {
     const now = c.field(old.name);
     if (!now) continue; // a dropped column is caught by the column check
     if (now.type !== old.type || now.multiple !== old.multiple) {
       const was = `${old.type}${old.multiple ? ' (multiple)' : ''}`;
       const is = `${now.type}${now.multiple ? ' (multiple)' : ''}`;
-      throw new SchemaError(`collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely`);
+      problems.push({ field: old.name, message: `collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely` });
     }
   }
+  return problems;
 }
 
-function planTable(c: CollectionSchema, columns: Map<string, string> | undefined): string[] {
+function planTable(c: CollectionSchema, columns: Map<string, string> | undefined, problems: Refusal[]): string[] {
   const t = q(c.table);
   if (!columns) {
     return [`CREATE TABLE ${t} (${c.fields.map((f) => `${q(f.column)} ${columnDefinition(f)}`).join(', ')})`];
@@ -137,29 +143,38 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
     if (existing === undefined) {
       statements.push(`ALTER TABLE ${t} ADD COLUMN ${q(f.column)} ${columnDefinition(f)}`);
     } else if (existing !== DATA_TYPE[f.storage]) {
-      throw new SchemaError(
-        `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${DATA_TYPE[f.storage]}; a type change cannot be applied safely`,
-      );
+      problems.push({
+        field: f.name,
+        message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${DATA_TYPE[f.storage]}; a type change cannot be applied safely`,
+      });
     }
   }
   for (const column of columns.keys()) {
     if (!c.field(column)) {
-      throw new SchemaError(
-        `collection "${c.name}", field "${column}": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)`,
-      );
+      problems.push({
+        field: column,
+        message: `collection "${c.name}", field "${column}": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)`,
+      });
     }
   }
   return statements;
 }
 
+/** The state of a database recordbase has never touched: what a dry run plans against when there is none yet. */
+export function emptyDatabaseState(): DatabaseState {
+  return { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false };
+}
+
 /**
  * Compares the declared collections with the database and returns the DDL that brings the
  * database up to date. Pure: the same inputs give the same plan, which is what
- * `recordbase migrate --dry-run` prints. Throws SchemaError, naming collection and field, on
- * anything it cannot apply without losing data (type changes, undeclared columns, id changes).
+ * `recordbase migrate --dry-run` prints. Throws one SchemaError naming every collection and
+ * field it cannot apply without losing data (type changes, undeclared columns, id changes),
+ * so that a refused change is fixed in one go rather than one restart per field.
  */
 export function planMigration(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
   const statements: string[] = [];
+  const problems: string[] = [];
   if (!state.metaTableExists) {
     statements.push(`CREATE TABLE IF NOT EXISTS ${q(META_TABLE)} ("name" text PRIMARY KEY, "id" text NOT NULL, "fields" jsonb NOT NULL, "updated" timestamptz NOT NULL DEFAULT now())`);
   }
@@ -169,13 +184,22 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
   const applied = new Map<string, AppliedCollection>();
   for (const c of collections) {
     const before = state.applied.get(c.name);
-    if (before) checkAgainstApplied(c, before);
-    statements.push(...planTable(c, state.tables.get(c.table)));
+    const refused = before ? checkAgainstApplied(c, before) : [];
+    statements.push(...planTable(c, state.tables.get(c.table), refused));
+    // A type change shows in the bookkeeping and in the column: say it once per field.
+    const reported = new Set<string>();
+    for (const refusal of refused) {
+      if (refusal.field !== undefined && reported.has(refusal.field)) continue;
+      if (refusal.field !== undefined) reported.add(refusal.field);
+      problems.push(refusal.message);
+    }
     for (const index of indexesOf(c)) {
       if (!state.indexes.has(index.name)) statements.push(index.sql);
     }
     const now = describeApplied(c);
     if (!before || !isSameApplied(before, now)) applied.set(c.name, now);
   }
+  if (problems.length === 1) throw new SchemaError(problems[0]);
+  if (problems.length > 1) throw new SchemaError(`${problems.length} schema changes cannot be applied safely:\n${problems.map((p) => `- ${p}`).join('\n')}`);
   return { statements, applied };
 }

@@ -1,0 +1,204 @@
+import { describe, expect, test } from '@jest/globals';
+import { buildOpenApiDocument, renderOpenApiDocument, type OpenApiDocument } from '../../../lib/openapi/build-openapi-document.js';
+import { toBaseTypeName, toTypeName } from '../../../lib/openapi/type-names.js';
+import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
+import type { CollectionDefinition } from '../../../lib/index.js';
+import { demoCollections } from '../../../examples/demo/collections.js';
+import { galleryCollections } from '../../../examples/gallery/collections.js';
+import { blogCollections } from '../../support/demo-collections.js';
+import { compileComponentSchemas, expectMatchesSchema, expectValidOpenApi } from '../../support/openapi-schemas.js';
+
+/** Names that break naive generators: prototype keys, underscores that a careless PascalCase merges. */
+function trickyCollections(): CollectionDefinition[] {
+  return [
+    {
+      name: 'a_b',
+      fields: [
+        { name: '__proto__', type: 'text', required: true },
+        { name: 'constructor', type: 'number' },
+        { name: 'self', type: 'relation', collection: 'a_b', maxSelect: 3 },
+        { name: 'shots', type: 'file', maxSelect: 4, mimeTypes: ['image/png', 'image/webp'], thumbs: ['100x100'], maxSize: 1000 },
+        { name: 'secret_doc', type: 'file', protected: true },
+        { name: 'when', type: 'date', required: true },
+        { name: 'agree', type: 'bool', required: true },
+        { name: 'odd', type: 'select', values: ['*/', "it's", ''] },
+      ],
+    },
+    { name: 'a__b', fields: [{ name: 'ref', type: 'relation', collection: 'a_b', required: true }] },
+    { name: 'ab', fields: [] },
+    { name: '_ab', fields: [{ name: 'x', type: 'text', hidden: true }] },
+  ];
+}
+
+const build = (defs: CollectionDefinition[], options = {}) => buildOpenApiDocument(buildSchemaRegistry(defs), options);
+const schemasOf = (doc: OpenApiDocument) => (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
+const propertiesOf = (doc: OpenApiDocument, name: string) => schemasOf(doc)[name].properties as Record<string, Record<string, unknown>>;
+
+describe('the OpenAPI document', () => {
+  test.each([
+    ['the test collections (every field type)', blogCollections()],
+    ['the demo', demoCollections],
+    ['the gallery', galleryCollections],
+    ['tricky names', trickyCollections()],
+    ['no collections', []],
+  ])('of %s is valid OpenAPI 3.1, and every schema compiles as strict JSON Schema 2020-12', async (_label, defs) => {
+    const doc = build(defs);
+    expect(doc.openapi).toBe('3.1.0');
+    await expectValidOpenApi(doc);
+    const schemaOf = compileComponentSchemas(doc);
+    for (const name of Object.keys(schemasOf(doc))) expect(() => schemaOf(name)).not.toThrow();
+  });
+
+  test('the validator does reject a broken document (so the test above can fail)', async () => {
+    const doc = build(blogCollections());
+    const path = (doc.paths as Record<string, { parameters?: unknown[] }>)['/api/collections/posts/records/{id}'];
+    delete path.parameters;
+    await expect(expectValidOpenApi(doc)).rejects.toThrow(/path parameter|id/i);
+  });
+
+  test('is deterministic: the same definitions give the same bytes; a change gives another version', () => {
+    const first = renderOpenApiDocument(build(blogCollections()));
+    expect(renderOpenApiDocument(build(blogCollections()))).toBe(first);
+    const changed = blogCollections();
+    changed[1].fields.push({ name: 'extra', type: 'text' });
+    const other = build(changed);
+    expect((other.info as { version: string }).version).not.toBe((JSON.parse(first) as { info: { version: string } }).info.version);
+    expect(first.endsWith('}\n')).toBe(true);
+  });
+
+  test('has every records and files path under the mount point, and nothing else', () => {
+    const doc = build(blogCollections(), { serverUrl: 'https://example.com/backend' });
+    expect(doc.servers).toEqual([{ url: 'https://example.com/backend' }]);
+    const paths = doc.paths as Record<string, Record<string, unknown>>;
+    const expected: Record<string, string[]> = { '/api/files/token': ['post'], '/api/files/posts/{recordId}/{filename}': ['parameters', 'get', 'head'] };
+    for (const name of ['users', 'posts', 'comments', 'pins', 'locked']) {
+      expected[`/api/collections/${name}/records`] = ['get', 'post', 'delete'];
+      expected[`/api/collections/${name}/records/{id}`] = ['parameters', 'get', 'patch', 'delete'];
+    }
+    expect(Object.fromEntries(Object.entries(paths).map(([p, item]) => [p, Object.keys(item)]))).toEqual(expected);
+    const list = paths['/api/collections/posts/records'].get as { parameters: { $ref?: string; name?: string }[]; responses: Record<string, unknown> };
+    expect(list.parameters.map((p) => p.$ref?.split('/').pop() ?? p.name)).toEqual(['page', 'perPage', 'skipTotal', 'filter', 'sort', 'fields', 'expand']);
+    expect(Object.keys(list.responses)).toEqual(['200', '400', '401', '403', '500', '503']);
+    const create = paths['/api/collections/posts/records'].post as { responses: Record<string, unknown>; requestBody: { content: Record<string, { schema: unknown }> } };
+    expect(Object.keys(create.responses)).toEqual(['200', '400', '401', '403', '413', '422', '500', '503']);
+    expect(create.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/PostsCreate' });
+    expect(create.requestBody.content['multipart/form-data'].schema).toEqual({ $ref: '#/components/schemas/PostsCreateForm' });
+    const remove = paths['/api/collections/posts/records/{id}'].delete as { responses: Record<string, unknown> };
+    expect(Object.keys(remove.responses)).toEqual(['204', '400', '401', '403', '404', '500', '503']);
+  });
+
+  test('describes the error body, its statuses and the token sources', () => {
+    const doc = build(blogCollections());
+    const components = doc.components as Record<string, Record<string, Record<string, unknown>>>;
+    expect(schemasOf(doc).ErrorBody).toMatchObject({ required: ['status', 'message', 'data'] });
+    expect(Object.keys(components.responses)).toEqual(['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'PayloadTooLarge', 'RangeNotSatisfiable', 'ValidationFailed', 'InternalError', 'Unavailable']);
+    const schemaOf = compileComponentSchemas(doc);
+    for (const response of Object.values(components.responses)) {
+      const example = (response.content as Record<string, { example: unknown }>)['application/json'].example;
+      expectMatchesSchema(schemaOf, 'ErrorBody', example);
+    }
+    expect(components.securitySchemes).toEqual({
+      bearerToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      rawToken: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'Authorization' }),
+      sessionCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'pb_session' }),
+      queryToken: expect.objectContaining({ type: 'apiKey', in: 'query', name: 'token' }),
+    });
+    expect(doc.security).toEqual([{}, { bearerToken: [] }, { rawToken: [] }]);
+    const download = (doc.paths as Record<string, Record<string, { security: unknown[] }>>)['/api/files/posts/{recordId}/{filename}'].get;
+    expect(download.security).toEqual([{}, { bearerToken: [] }, { rawToken: [] }, { sessionCookie: [] }, { queryToken: [] }]);
+  });
+
+  test('leaves hidden fields out everywhere: record, bodies, expand, back-relations', () => {
+    const doc = build([
+      ...blogCollections(),
+      { name: 'notes', fields: [{ name: 'post', type: 'relation', collection: 'posts', hidden: true }] },
+    ]);
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain('secret');
+    expect(text).not.toContain('notes_via_post');
+    expect(propertiesOf(doc, 'NotesRecord')).not.toHaveProperty('post');
+    expect(propertiesOf(doc, 'NotesRecord')).not.toHaveProperty('expand');
+  });
+
+  test('types each field: records as the API returns them, bodies as a client sends them', () => {
+    const doc = build(blogCollections());
+    const record = propertiesOf(doc, 'PostsRecord');
+    expect(Object.keys(record)).toEqual([
+      'collectionId', 'collectionName', 'id', 'title', 'body', 'slug', 'views', 'score', 'published', 'publishedAt', 'contact', 'site',
+      'category', 'tags', 'meta', 'author', 'editors', 'cover', 'created', 'updated', 'expand',
+    ]);
+    expect(schemasOf(doc).PostsRecord.required).toEqual(Object.keys(record).filter((k) => k !== 'expand'));
+    expect(record.collectionId).toEqual({ type: 'string', const: 'pbc_posts01' });
+    expect(record.views).toEqual({ type: ['integer', 'null'] });
+    expect(record.publishedAt).toMatchObject({ type: ['string', 'null'] });
+    expect(record.category).toEqual({ type: 'string', enum: ['news', 'howto', ''] });
+    expect(record.tags).toEqual({ type: 'array', items: { type: 'string', enum: ['a', 'b', 'c'] } });
+    expect(record.author).toMatchObject({ type: 'string', 'x-recordbase-relation': 'users' });
+    expect(record.editors).toMatchObject({ type: 'array', 'x-recordbase-relation': 'users' });
+    expect(record.expand).toMatchObject({
+      type: 'object',
+      properties: {
+        author: { $ref: '#/components/schemas/UsersRecord' },
+        editors: { type: 'array', items: { $ref: '#/components/schemas/UsersRecord' } },
+        comments_via_post: { type: 'array', items: { $ref: '#/components/schemas/CommentsRecord' } },
+        pins_via_post: { type: 'array', items: { $ref: '#/components/schemas/PinsRecord' } },
+      },
+    });
+    const create = propertiesOf(doc, 'PostsCreate');
+    expect(schemasOf(doc).PostsCreate.required).toEqual(['title']);
+    expect(create.title).toEqual({ type: 'string', minLength: 1, maxLength: 20 });
+    expect(create.slug).toEqual({ type: 'string', anyOf: [{ const: '' }, { pattern: '^[a-z0-9-]*$' }] });
+    expect(create.views).toEqual({ type: ['integer', 'null'], minimum: 0 });
+    expect(create.tags).toEqual({ type: 'array', items: { type: 'string', enum: ['a', 'b', 'c'] }, maxItems: 2 });
+    expect(create).not.toHaveProperty('cover'); // JSON cannot upload a file
+    const form = propertiesOf(doc, 'PostsCreateForm');
+    expect(form.cover).toMatchObject({ type: 'string', format: 'binary' });
+    expect(form).toHaveProperty('@jsonPayload');
+    const update = propertiesOf(doc, 'PostsUpdate');
+    expect(schemasOf(doc).PostsUpdate).not.toHaveProperty('required');
+    expect(Object.keys(update)).toEqual(expect.arrayContaining(['views+', 'views-', 'tags+', '+tags', 'tags-', 'editors+', '+editors', 'editors-']));
+    expect(update.cover).toMatchObject({ type: ['string', 'null'] });
+  });
+
+  test('its schemas accept what the server accepts and refuse what it refuses', () => {
+    const schemaOf = compileComponentSchemas(build(blogCollections()));
+    expectMatchesSchema(schemaOf, 'PostsCreate', { title: 'Hello', views: 3, tags: ['a', 'b'], category: '', contact: '', site: 'https://x.example', author: 'aaaaaaaaaaaaaaa', publishedAt: null, meta: { any: [1] } });
+    expectMatchesSchema(schemaOf, 'PostsUpdate', { 'views+': 1, 'tags-': 'a', cover: null });
+    for (const bad of [
+      {},
+      { title: '' },
+      { title: 'x', tags: ['a', 'b', 'c'] },
+      { title: 'x', category: 'other' },
+      { title: 'x', views: 1.5 },
+      { title: 'x', contact: 'not-an-email' },
+      { title: 'x', site: 'ftp://x.example' },
+      { title: 'x', author: 'short' },
+      { title: 'x', slug: 'Not A Slug' },
+    ]) {
+      expect(schemaOf('PostsCreate')(bad)).toBe(false);
+    }
+  });
+
+  test('names stay distinct and prototype keys stay data', async () => {
+    const doc = build(trickyCollections());
+    expect(Object.keys(schemasOf(doc)).filter((n) => n.endsWith('Record'))).toEqual(['ABRecord', 'A_BRecord', 'AbRecord', '_AbRecord']);
+    const record = propertiesOf(doc, toTypeName('a_b', 'record'));
+    expect(Object.prototype.hasOwnProperty.call(record, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+    expect(Object.keys(record)).toContain('constructor');
+    expect(JSON.parse(renderOpenApiDocument(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
+    const form = propertiesOf(doc, 'ABCreateForm');
+    expect(form.shots).toMatchObject({ type: 'array', maxItems: 4, items: { format: 'binary' } });
+    const encoding = ((doc.paths as Record<string, Record<string, { requestBody: { content: Record<string, { encoding: unknown }> } }>>)['/api/collections/a_b/records'].post.requestBody.content['multipart/form-data']).encoding;
+    expect(encoding).toEqual({ shots: { contentType: 'image/png, image/webp' }, '@jsonPayload': { contentType: 'application/json' } });
+    expect(propertiesOf(doc, 'ABCreate').agree).toEqual({ type: 'boolean', const: true });
+    expect(propertiesOf(doc, 'ABRecord').odd).toEqual({ type: 'string', enum: ['*/', "it's", ''] });
+  });
+
+  test('type names are one-to-one with collection names', () => {
+    const names = ['a_b', 'ab', 'a__b', '_ab', '__ab', 'a_1', 'a1', '_', '__', 'a_', 'a__', 'x_y_z', 'xy_z', 'x_yz'];
+    const typeNames = names.map(toBaseTypeName);
+    expect(new Set(typeNames).size).toBe(names.length);
+    expect(toBaseTypeName('blog_posts')).toBe('BlogPosts');
+  });
+});
