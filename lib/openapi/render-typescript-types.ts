@@ -129,13 +129,14 @@ export function renderTypeScriptTypes(registry: SchemaRegistry): string {
   parts.push(
     [
       '/** A RecordService whose reads return R and whose create and update take the collection\'s bodies. */',
-      'export interface TypedRecordService<R, C, U> extends RecordService<R> {',
+      "export type TypedRecordService<R, C, U> = Omit<RecordService<R>, 'create' | 'update'> & {",
       '  create<T = R>(bodyParams?: C | FormData, options?: RecordOptions): Promise<T>;',
       '  update<T = R>(id: string, bodyParams?: U | FormData, options?: RecordOptions): Promise<T>;',
-      '}',
+      '};',
       '',
       "/** `new PocketBase(url) as TypedPocketBase`: then pb.collection('posts') is typed by name or id. */",
-      'export type TypedPocketBase = PocketBase & {',
+      // PocketBase's own generic collection() would be picked before these overloads in an intersection.
+      "export type TypedPocketBase = Omit<PocketBase, 'collection'> & {",
       ...overloads,
       '  collection(idOrName: string): RecordService;',
       '};',

@@ -1,0 +1,125 @@
+import { buildOpenApiDocument } from '../../lib/openapi/build-openapi-document.js';
+import { resolveOptions } from '../../lib/options.js';
+import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
+import { blogCollections } from '../support/demo-collections.js';
+import { makePng } from '../support/file-fixtures.js';
+import { compileComponentSchemas, expectMatchesSchema, expectValidOpenApi } from '../support/openapi-schemas.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { testEngines } from '../support/test-database.js';
+
+const ALICE = { Authorization: 'token-alice' };
+
+describe.each(testEngines())('GET /api/openapi.json on %s', (engine) => {
+  let app: TestApp;
+  const api = (path: string) => `/backend/api/${path}`;
+
+  beforeAll(async () => {
+    app = await startTestApp(engine, { collections: blogCollections(), openapi: true, limits: { maxPerPage: 50 } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  test('serves the document of `recordbase openapi`, with servers set to the mount point', async () => {
+    const res = await app.http.get(api('openapi.json'));
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const resolved = resolveOptions({ collections: blogCollections(), limits: { maxPerPage: 50 } });
+    const expected = buildOpenApiDocument(buildSchemaRegistry(blogCollections()), { serverUrl: '/backend', limits: resolved.limits, multipartUpdate: 'replace' });
+    expect(res.body).toEqual(JSON.parse(JSON.stringify(expected)));
+    expect(res.body.servers).toEqual([{ url: '/backend' }]);
+    await expectValidOpenApi(res.body);
+    const again = await app.http.get(api('openapi.json'));
+    expect(again.text).toBe(res.text);
+  });
+
+  test('what the server really sends matches the schemas the document gives', async () => {
+    const document = (await app.http.get(api('openapi.json'))).body;
+    const schemaOf = compileComponentSchemas(document);
+
+    const userBody = { name: 'Ann', email: 'ann@example.com', role: 'editor' };
+    expectMatchesSchema(schemaOf, 'UsersCreate', userBody);
+    const user = await app.http.post(api('collections/users/records')).set(ALICE).send(userBody);
+    expect(user.status).toBe(200);
+    expectMatchesSchema(schemaOf, 'UsersRecord', user.body);
+
+    const postBody = {
+      title: 'Typed',
+      body: 'text',
+      slug: 'typed',
+      views: 12,
+      score: 9.5,
+      published: true,
+      publishedAt: '2024-05-01T10:00:00+02:00',
+      contact: 'a@example.com',
+      site: 'https://example.com/x',
+      category: 'news',
+      tags: ['a', 'c'],
+      meta: { nested: [1, 'two', null] },
+      author: user.body.id,
+      editors: [user.body.id],
+    };
+    expectMatchesSchema(schemaOf, 'PostsCreate', postBody);
+    const post = await app.http.post(api('collections/posts/records')).set(ALICE).send(postBody);
+    expect(post.status).toBe(200);
+    expectMatchesSchema(schemaOf, 'PostsRecord', post.body);
+
+    const empty = await app.http.post(api('collections/posts/records')).set(ALICE).send({ title: 'Empty' });
+    expectMatchesSchema(schemaOf, 'PostsRecord', empty.body);
+
+    const withFile = await app.http
+      .post(api('collections/posts/records'))
+      .set(ALICE)
+      .field('title', 'Covered')
+      .field('views', '3')
+      .attach('cover', await makePng(8, 8), 'cover.png');
+    expect(withFile.status).toBe(200);
+    expectMatchesSchema(schemaOf, 'PostsRecord', withFile.body);
+    expect(withFile.body.cover).toMatch(/^cover_[a-z0-9]{10}\.png$/);
+
+    const updateBody = { 'views+': 2, 'tags-': 'a', cover: '' };
+    expectMatchesSchema(schemaOf, 'PostsUpdate', updateBody);
+    const updated = await app.http.patch(api(`collections/posts/records/${withFile.body.id}`)).set(ALICE).send(updateBody);
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ views: 5, cover: '' });
+    expectMatchesSchema(schemaOf, 'PostsRecord', updated.body);
+
+    await app.http.post(api('collections/comments/records')).set(ALICE).send({ text: 'hi', post: post.body.id }).expect(200);
+    const expanded = await app.http.get(api(`collections/posts/records/${post.body.id}?expand=author,editors,comments_via_post`)).set(ALICE);
+    expect(Object.keys(expanded.body.expand).sort()).toEqual(['author', 'comments_via_post', 'editors']);
+    expectMatchesSchema(schemaOf, 'PostsRecord', expanded.body);
+
+    const list = await app.http.get(api('collections/posts/records?perPage=2&expand=author')).set(ALICE);
+    expectMatchesSchema(schemaOf, 'PostsList', list.body);
+    const skipped = await app.http.get(api('collections/posts/records?skipTotal=1')).set(ALICE);
+    expect(skipped.body.totalItems).toBe(-1);
+    expectMatchesSchema(schemaOf, 'PostsList', skipped.body);
+
+    const token = await app.http.post(api('files/token')).set(ALICE);
+    expectMatchesSchema(schemaOf, 'FileToken', token.body);
+    const deleted = await app.http.delete(api(`collections/comments/records?filter=${encodeURIComponent('text = "hi"')}`)).set(ALICE);
+    expect(deleted.body).toEqual({ deleted: 1 });
+    expectMatchesSchema(schemaOf, 'DeletedCount', deleted.body);
+
+    const invalid = await app.http.post(api('collections/posts/records')).set(ALICE).send({ title: '', tags: ['zzz'] });
+    expect(invalid.status).toBe(422);
+    expectMatchesSchema(schemaOf, 'ErrorBody', invalid.body);
+    expect(schemaOf('PostsCreate')({ title: '', tags: ['zzz'] })).toBe(false);
+    for (const path of ['collections/posts/records/aaaaaaaaaaaaaaa', 'collections/posts/records?filter=nope%20%3D', 'files/token']) {
+      const res = path === 'files/token' ? await app.http.post(api(path)) : await app.http.get(api(path));
+      expect([400, 401, 404]).toContain(res.status);
+      expectMatchesSchema(schemaOf, 'ErrorBody', res.body);
+    }
+  });
+
+  test('is off by default: without `openapi: true` nothing is served there', async () => {
+    const closed = await startTestApp(engine, { collections: blogCollections() });
+    try {
+      const res = await closed.http.get(api('openapi.json'));
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain('"openapi"');
+    } finally {
+      await closed.close();
+    }
+  });
+});
