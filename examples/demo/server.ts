@@ -2,6 +2,7 @@
  * The demo host app: an Express app that mounts recordbase under /backend, on the embedded
  * database in ./rb_data (no server needed). `npm start` runs it.
  */
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createRecordsRouter, type Identity } from '../../lib/index.js';
 import { demoCollections } from './collections.js';
@@ -23,11 +24,17 @@ app.get('/', (_req, res) => {
   res.type('text').send('recordbase demo: the API is under /backend/api/collections/{users,posts,comments}/records\n');
 });
 
-await records.ready;
 const port = Number(process.env.PORT ?? 8090);
-const server = app.listen(port, '127.0.0.1', async () => {
-  const address = server.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}/backend`;
+// Express 5 passes a listen error (a port in use) to this callback: fail with it.
+const server = app.listen(port, '127.0.0.1', async (error?: Error) => {
+  if (error) {
+    console.error(`recordbase demo: cannot listen on 127.0.0.1:${port}: ${error.message}`);
+    await records.close();
+    process.exit(1);
+  }
+  await records.ready; // listening first makes a taken port fail at once; requests wait for ready
+  const address = server.address() as AddressInfo;
+  const base = `http://${address.address}:${address.port}/backend`;
   await seedAlice(base); // Alice exists as a user record, so posts can point at her
   console.log(`recordbase demo listening on ${base}`);
   console.log('Try:');

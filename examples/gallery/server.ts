@@ -7,6 +7,7 @@
  *
  * Environment: PORT (default 8091), RB_DATA_DIR (default ./rb_data_gallery).
  */
+import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createRecordsRouter } from '../../lib/index.js';
 import { galleryCollections } from './collections.js';
@@ -24,12 +25,18 @@ app.get('/', (_req, res) => {
   res.type('html').send(renderPage(`${MOUNT}/api`));
 });
 
-await records.ready;
 const port = Number(process.env.PORT ?? 8091);
-const server = app.listen(port, '127.0.0.1', () => {
-  const address = server.address();
-  const actual = typeof address === 'object' && address ? address.port : port;
-  console.log(`recordbase gallery on http://127.0.0.1:${actual}/ (API under http://127.0.0.1:${actual}${MOUNT}/api)`);
+// Express 5 passes a listen error (a port in use) to this callback: fail with it.
+const server = app.listen(port, '127.0.0.1', async (error?: Error) => {
+  if (error) {
+    console.error(`recordbase gallery: cannot listen on 127.0.0.1:${port}: ${error.message}`);
+    await records.close();
+    process.exit(1);
+  }
+  await records.ready; // listening first makes a taken port fail at once; requests wait for ready
+  const address = server.address() as AddressInfo;
+  const base = `http://${address.address}:${address.port}`;
+  console.log(`recordbase gallery on ${base}/ (API under ${base}${MOUNT}/api)`);
 });
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

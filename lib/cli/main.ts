@@ -69,10 +69,10 @@ async function serve(args: string[]): Promise<void> {
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be a port number (0-65535), got "${values.port}"`);
   const router = createRecordsRouter(await loadConfig(values.config));
-  await router.ready;
   const app = express();
   app.disable('x-powered-by');
   app.use('/', router);
+  // Listen before the schema sync, so a taken port fails at once; requests wait for `ready`.
   // Express 5 hands a listen error to this callback; without it a taken port went unnoticed.
   const server = await new Promise<ReturnType<typeof app.listen>>((resolve, reject) => {
     const s = app.listen(port, values.host, (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -80,6 +80,13 @@ async function serve(args: string[]): Promise<void> {
     await router.close();
     throw new Error(`cannot listen on ${values.host}:${port}: ${error instanceof Error ? error.message : String(error)}`);
   });
+  try {
+    await router.ready;
+  } catch (err) {
+    server.close();
+    await router.close();
+    throw err;
+  }
   const base = `http://${formatAuthority(server.address() as AddressInfo)}`;
   console.log(`recordbase listening on ${base}/ (records under ${base}/api/collections/{collection}/records)`);
   const stop = () => {

@@ -1,9 +1,12 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureBuilt } from '../support/built-package.js';
+import { expectValidOpenApi } from '../support/openapi-schemas.js';
 
 const run = promisify(execFile);
 
@@ -12,7 +15,11 @@ function startAndReadUrl(args: string[], options: { cwd: string; env?: NodeJS.Pr
   const child = spawn(process.execPath, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed within 30 s:\n${output}`)), 30_000);
+    // PGlite's start-up is slow on a loaded machine; a child that never printed is stopped, not leaked.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no URL printed within 50 s:\n${output}`));
+    }, 50_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /http:\/\/127\.0\.0\.1:(\d+)(\/backend)?/.exec(output);
@@ -24,6 +31,22 @@ function startAndReadUrl(args: string[], options: { cwd: string; env?: NodeJS.Pr
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.on('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+  });
+}
+
+/** Holds a loopback port, as another program would. */
+async function occupyPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, server };
+}
+
+/** Runs a node script to its end; resolves with its exit code and output, whatever the code. */
+function runToEnd(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
   });
 }
 
@@ -51,22 +74,79 @@ describe('the recordbase executable and the demo', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('migrate --dry-run prints the DDL and changes nothing; migrate applies it; then nothing is left', async () => {
+  test('migrate --dry-run prints the DDL and creates nothing, not even the database folder; migrate applies it; then nothing is left', async () => {
     const cli = join(root, 'dist/lib/cli/main.js');
     const dry = await run(process.execPath, [cli, 'migrate', '--dry-run'], { cwd: dir });
     expect(dry.stdout).toContain('CREATE TABLE "notes" ("id" text PRIMARY KEY');
     expect(dry.stdout).toContain('CREATE INDEX IF NOT EXISTS "idx_notes_created"');
+    expect(existsSync(join(dir, 'data'))).toBe(false);
     const again = await run(process.execPath, [cli, 'migrate', '--dry-run'], { cwd: dir });
-    expect(again.stdout).toContain('CREATE TABLE "notes"');
+    expect(again.stdout).toBe(dry.stdout);
     const applied = await run(process.execPath, [cli, 'migrate'], { cwd: dir });
     expect(applied.stdout).toMatch(/applied \d+ statement/);
+    expect(applied.stdout.split('\n').filter((l) => l.endsWith(';'))).toEqual(dry.stdout.split('\n').filter((l) => l.endsWith(';')));
     const after = await run(process.execPath, [cli, 'migrate', '--dry-run'], { cwd: dir });
     expect(after.stdout.trim()).toBe('-- the database is up to date');
+  }, 90_000);
+
+  test('--help on every command and --version answer on stdout with exit 0', async () => {
+    const cli = join(root, 'dist/lib/cli/main.js');
+    const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    const top = await runToEnd([cli, '--help'], { cwd: dir });
+    expect(top).toMatchObject({ code: 0, stderr: '' });
+    for (const command of ['serve', 'migrate', 'clean', 'openapi', 'types']) {
+      expect(top.stdout).toContain(`  ${command} `);
+      const help = await runToEnd([cli, command, '--help'], { cwd: dir });
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toContain(`Usage: recordbase ${command}`);
+      expect(help.stdout).toContain('--config');
+    }
+    expect(await runToEnd([cli, 'help', 'clean'], { cwd: dir })).toMatchObject({ code: 0, stdout: expect.stringContaining('--days N') });
+    expect(await runToEnd([cli, '--version'], { cwd: dir })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    const bad = await runToEnd([cli, 'clean', '--days', 'x'], { cwd: dir });
+    expect(bad).toMatchObject({ code: 2, stdout: '', stderr: expect.stringContaining('Usage: recordbase clean') });
   }, 60_000);
 
-  test('serve --config --port runs a standalone server with the router at /', async () => {
-    const { child, url } = await startAndReadUrl([join(root, 'dist/lib/cli/main.js'), 'serve', '--config', 'recordbase.config.js', '--port', '0'], { cwd: dir });
+  test('openapi and types print the same bytes on every run, for the config\'s collections', async () => {
+    const cli = join(root, 'dist/lib/cli/main.js');
+    const first = await run(process.execPath, [cli, 'openapi', '--server', 'https://example.com/backend'], { cwd: dir });
+    const second = await run(process.execPath, [cli, 'openapi', '--server', 'https://example.com/backend'], { cwd: dir });
+    expect(second.stdout).toBe(first.stdout);
+    const document = JSON.parse(first.stdout);
+    expect(document.servers).toEqual([{ url: 'https://example.com/backend' }]);
+    expect(Object.keys(document.paths)).toEqual(['/api/collections/notes/records', '/api/collections/notes/records/{id}', '/api/files/token']);
+    await expectValidOpenApi(document);
+    const types = await run(process.execPath, [cli, 'types'], { cwd: dir });
+    expect((await run(process.execPath, [cli, 'types'], { cwd: dir })).stdout).toBe(types.stdout);
+    expect(types.stdout).toContain('export interface NotesRecord {');
+    expect(types.stdout).toContain('collection(idOrName: "notes" | "pbc_');
+    expect(existsSync(join(dir, 'data'))).toBe(false);
+  }, 60_000);
+
+  test('serve, the demo and the gallery fail with the error when the port is taken, and print no address', async () => {
+    const taken = await occupyPort();
     try {
+      const runs = {
+        serve: await runToEnd([join(root, 'dist/lib/cli/main.js'), 'serve', '--port', String(taken.port)], { cwd: dir }),
+        demo: await runToEnd([join(root, 'dist/examples/demo/server.js')], { cwd: dir, env: { PORT: String(taken.port), RB_DATA_DIR: join(dir, 'demo') } }),
+        gallery: await runToEnd([join(root, 'dist/examples/gallery/server.js')], { cwd: dir, env: { PORT: String(taken.port), RB_DATA_DIR: join(dir, 'gallery') } }),
+      };
+      for (const [name, result] of Object.entries(runs)) {
+        expect({ name, code: result.code }).toEqual({ name, code: 1 });
+        expect(result.stderr).toContain(`cannot listen on 127.0.0.1:${taken.port}`);
+        expect(result.stderr).toContain('EADDRINUSE');
+        expect(result.stdout).not.toMatch(/listening|http:\/\//);
+      }
+    } finally {
+      taken.server.close();
+    }
+  }, 90_000);
+
+  test('serve --config --port runs a standalone server with the router at /, and prints the address it listens on', async () => {
+    const { child, url, output } = await startAndReadUrl([join(root, 'dist/lib/cli/main.js'), 'serve', '--config', 'recordbase.config.js', '--port', '0'], { cwd: dir });
+    try {
+      expect(url).not.toMatch(/:0$/);
+      expect(output()).toContain(`recordbase listening on ${url}/`);
       const created = await fetch(`${url}/api/collections/notes/records`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"text":"hi"}' });
       expect(created.status).toBe(200);
       const list = (await (await fetch(`${url}/api/collections/notes/records`)).json()) as { items: { text: string }[] };
@@ -74,7 +154,7 @@ describe('the recordbase executable and the demo', () => {
     } finally {
       await stop(child);
     }
-  }, 60_000);
+  }, 90_000);
 
   test('a missing config or an unknown command says what to do and exits non-zero', async () => {
     const cli = join(root, 'dist/lib/cli/main.js');
@@ -100,5 +180,5 @@ describe('the recordbase executable and the demo', () => {
     } finally {
       await stop(child);
     }
-  }, 60_000);
+  }, 90_000);
 });

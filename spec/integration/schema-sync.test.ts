@@ -101,6 +101,34 @@ describe.each(testEngines())('schema sync on %s', (engine) => {
     expect(await columnsOf('notes')).toHaveProperty('keep');
   });
 
+  test('names every refused change at once, across fields and collections, and changes nothing', async () => {
+    const v1: CollectionDefinition[] = [
+      { name: 'notes', fields: [{ name: 'a', type: 'text' }, { name: 'b', type: 'number' }, { name: 'c', type: 'bool' }, { name: 'd', type: 'text' }] },
+      { name: 'tasks', fields: [{ name: 'done', type: 'bool' }] },
+    ];
+    await syncDatabaseSchema(database.db, collections(v1));
+    const v2: CollectionDefinition[] = [
+      { name: 'notes', fields: [{ name: 'a', type: 'number' }, { name: 'b', type: 'text' }, { name: 'd', type: 'email' }, { name: 'e', type: 'text' }] },
+      { name: 'tasks', fields: [{ name: 'done', type: 'select', values: ['y'], maxSelect: 2 }] },
+    ];
+    const error = await syncDatabaseSchema(database.db, collections(v2)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(SchemaError);
+    const lines = (error as Error).message.split('\n');
+    expect(lines).toEqual([
+      '5 schema changes cannot be applied safely:',
+      '- collection "notes", field "a": type change from text to number cannot be applied safely',
+      '- collection "notes", field "b": type change from number to text cannot be applied safely',
+      '- collection "notes", field "d": type change from text to email cannot be applied safely',
+      '- collection "notes", field "c": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)',
+      '- collection "tasks", field "done": type change from bool to select (multiple) cannot be applied safely',
+    ]);
+    expect(await columnsOf('notes')).not.toHaveProperty('e');
+    expect((await columnsOf('notes')).a.type).toBe('text');
+  });
+
   test('refuses a changed collection id', async () => {
     await syncDatabaseSchema(database.db, collections([{ name: 'notes', id: 'first_id', fields: [] }]));
     await expect(syncDatabaseSchema(database.db, collections([{ name: 'notes', id: 'second_id', fields: [] }]))).rejects.toThrow('its id changed');

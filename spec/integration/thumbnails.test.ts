@@ -8,13 +8,8 @@ import { intToRGBA } from 'jimp';
 import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import { buildFileKey } from '../../lib/files/file-names.js';
 import type { Logger } from '../../lib/http/logger.js';
-import {
-  readImageDimensions,
-  renderThumbnail,
-  ThumbnailJimp,
-  type ThumbnailFunction,
-  type ThumbnailInput,
-} from '../../lib/files/render-thumbnail.js';
+import { readImageDimensions, renderThumbnail, type ThumbnailFunction, type ThumbnailInput } from '../../lib/files/render-thumbnail.js';
+import { ThumbnailJimp } from '../../lib/files/thumbnail-jimp.js';
 import { createThumbnailCache } from '../../lib/files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from '../../lib/files/thumbnail-pool.js';
 import type { ThumbnailSpec } from '../../lib/files/thumbnail-spec.js';
