@@ -1,0 +1,144 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ensureBuilt } from '../support/built-package.js';
+
+const run = promisify(execFile);
+
+/**
+ * The package as a user gets it: `npm pack`, installed from the tarball into fresh apps (ESM,
+ * CommonJS, TypeScript under `tsc --strict` with `skipLibCheck: false`), each of which mounts the
+ * router, creates a record and lists it over real HTTP. The three apps share one folder and one
+ * `npm install` (the peers come from the registry, served from npm's cache when it has them).
+ */
+
+/** What every app does once it has createRecordsRouter: listen, create, list, print, close. */
+const APP_BODY = `
+  const app = express();
+  const records = createRecordsRouter({
+    collections: [{ name: 'notes', fields: [{ name: 'text', type: 'text', required: true }], rules: { list: '', view: '', create: '' } }],
+    dataDir: process.env.RB_DATA_DIR,
+    fileSweep: false,
+    thumbnailWorkers: 1,
+  });
+  app.use('/backend', records);
+  await records.ready;
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const base = 'http://127.0.0.1:' + server.address().port + '/backend/api/collections/notes/records';
+  const created = await fetch(base, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: process.env.APP_KIND }) });
+  const list = await fetch(base);
+  console.log(JSON.stringify({ created: created.status, list: await list.json() }));
+  server.close();
+  await records.close();
+`;
+
+const ESM_APP = `import express from 'express';
+import { createRecordsRouter } from 'recordbase';
+${APP_BODY}`;
+
+const CJS_APP = `const express = require('express');
+const { createRecordsRouter } = require('recordbase');
+(async () => {
+${APP_BODY}
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+const TS_APP = `import express from 'express';
+import type { AddressInfo } from 'node:net';
+import { createRecordsRouter, type CollectionDefinition, type RecordsRouter } from 'recordbase';
+
+const collections: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'text', type: 'text', required: true }], rules: { list: '', view: '', create: '' } }];
+const app = express();
+const records: RecordsRouter = createRecordsRouter({ collections, dataDir: process.env.RB_DATA_DIR, fileSweep: false, thumbnailWorkers: 1 });
+app.use('/backend', records);
+await records.ready;
+const server = app.listen(0, '127.0.0.1');
+await new Promise((resolve) => server.once('listening', resolve));
+const base = 'http://127.0.0.1:' + (server.address() as AddressInfo).port + '/backend/api/collections/notes/records';
+const created = await fetch(base, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: process.env.APP_KIND }) });
+const list = (await (await fetch(base)).json()) as { items: { text: string }[] };
+console.log(JSON.stringify({ created: created.status, list }));
+server.close();
+await records.close();
+`;
+
+const TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    skipLibCheck: false,
+    target: 'ES2022',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    types: ['node'],
+    outDir: 'out',
+  },
+  files: ['ts-app.ts'],
+};
+
+/** Runs a command and returns its output; a failure carries the command and everything it printed. */
+async function runReadably(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeout: number }): Promise<string> {
+  try {
+    const { stdout } = await run(file, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: options.timeout, maxBuffer: 16 * 1024 * 1024 });
+    return stdout;
+  } catch (err) {
+    const e = err as { message: string; stdout?: string; stderr?: string };
+    throw new Error(`${[file, ...args].join(' ')} failed: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`);
+  }
+}
+
+describe('the packed package installed into fresh apps', () => {
+  let root: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    root = await ensureBuilt();
+    dir = await mkdtemp(join(tmpdir(), 'rb-packed-'));
+    await runReadably('npm', ['pack', '--pack-destination', dir, '--silent'], { cwd: root, timeout: 120_000 });
+    const tarball = (await readdir(dir)).find((name) => name.endsWith('.tgz'));
+    if (!tarball) throw new Error(`npm pack wrote no tarball into ${dir}`);
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'rb-packed-app', private: true, type: 'module' }));
+    await runReadably(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `./${tarball}`, 'express@^5', 'knex@^3', '@types/node@^20'],
+      { cwd: dir, timeout: 240_000 },
+    );
+    await writeFile(join(dir, 'esm-app.mjs'), ESM_APP);
+    await writeFile(join(dir, 'cjs-app.cjs'), CJS_APP);
+    await writeFile(join(dir, 'ts-app.ts'), TS_APP);
+    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG));
+  }, 300_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs one app with its own dataDir and checks it created and listed its note over HTTP. */
+  async function runApp(kind: string, script: string): Promise<void> {
+    const stdout = await runReadably(process.execPath, [script], { cwd: dir, env: { RB_DATA_DIR: join(dir, `data-${kind}`), APP_KIND: kind }, timeout: 120_000 });
+    const lines = stdout.trim().split('\n');
+    const result = JSON.parse(lines[lines.length - 1]) as { created: number; list: { totalItems: number; items: { text: string }[] } };
+    expect({ kind, created: result.created, total: result.list.totalItems, texts: result.list.items.map((i) => i.text) }).toEqual({ kind, created: 200, total: 1, texts: [kind] });
+  }
+
+  test('an ES module app imports it, creates and lists over HTTP', async () => {
+    await runApp('esm', 'esm-app.mjs');
+  }, 120_000);
+
+  test('a CommonJS app requires it (Node 20.19+ loads the ES module), creates and lists over HTTP', async () => {
+    await runApp('cjs', 'cjs-app.cjs');
+  }, 120_000);
+
+  test('a TypeScript app compiles against its declarations with tsc --strict and skipLibCheck: false, then runs', async () => {
+    const output = await runReadably(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, timeout: 120_000 });
+    expect(output).toBe('');
+    await runApp('ts', join('out', 'ts-app.js'));
+  }, 180_000);
+
+  test('the recordbase executable is installed and runs', async () => {
+    const version = await runReadably(join(dir, 'node_modules', '.bin', 'recordbase'), ['--version'], { cwd: dir, timeout: 30_000 });
+    expect(version.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  }, 60_000);
+});
