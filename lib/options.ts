@@ -21,7 +21,7 @@ export interface Limits {
   maxPerPage: number;
 }
 
-/** The options of `createRecordsRouter` (DESIGN.md section 1). */
+/** The options of `createRecordsRouter` (docs/configuration.md). */
 export interface RecordsRouterOptions {
   /** The collections this router serves. */
   collections: CollectionDefinition[];

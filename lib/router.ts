@@ -40,7 +40,7 @@ export interface RecordsRouter extends Router {
 }
 
 /**
- * Creates the records-and-files router (DESIGN.md section 1). Synchronous: invalid options or
+ * Creates the records-and-files router (docs/configuration.md). Synchronous: invalid options or
  * collection definitions throw here; the schema sync runs behind `ready`, requests that arrive
  * earlier wait for it, and if it fails every request answers 503 with the reason.
  */

@@ -5,7 +5,7 @@ import type { SharedSetting } from '../db/settings-store.js';
 import type { Identity } from './identity.js';
 
 /**
- * Short-lived file tokens (DESIGN 5): `POST /api/files/token` hands one out so that a file URL
+ * Short-lived file tokens (docs/protected-files.md): `POST /api/files/token` hands one out so that a file URL
  * can carry `?token=` without exposing the caller's long-lived token. The library signs and
  * checks them itself; the host's `auth()` never sees them.
  */
@@ -29,7 +29,7 @@ export interface FileTokens {
 export interface FileTokensOptions {
   /** The HMAC key; every instance that serves the same files must use the same one. */
   secret: Uint8Array | string;
-  /** Lifetime of a token. Default 180 (DESIGN 5): long enough to follow a link, short enough to leak little. */
+  /** Lifetime of a token. Default 180 (docs/protected-files.md): long enough to follow a link, short enough to leak little. */
   ttlSeconds?: number;
 }
 

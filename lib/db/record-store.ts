@@ -4,7 +4,7 @@ import { formatRecordDate } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 
 /**
- * A record's values in the API shape (DESIGN.md section 2): dates as record-format strings,
+ * A record's values in the API shape (docs/collections.md): dates as record-format strings,
  * multi-valued fields as arrays, JSON as parsed values. System fields included.
  */
 export type RecordValues = Record<string, unknown>;

@@ -3,7 +3,7 @@ import { isRecordId } from '../records/record-id.js';
 import { lookupExtension } from './sniff-mime-type.js';
 import { InvalidStorageKeyError } from './storage.js';
 
-/** Longest sanitised stem (DESIGN 5): long enough to recognise a file, short enough for any filesystem. */
+/** Longest sanitised stem (docs/files.md): long enough to recognise a file, short enough for any filesystem. */
 const MAX_STEM_LENGTH = 100;
 /** Random suffix length: 36^10 (about 52 bits) makes a collision within one record practically impossible. */
 const SUFFIX_LENGTH = 10;
@@ -24,7 +24,7 @@ const TRANSLITERATIONS: Record<string, string> = {
 };
 
 /**
- * The name a new upload is stored under (DESIGN 5 and 10): the client's name made safe plus a
+ * The name a new upload is stored under (docs/files.md): the client's name made safe plus a
  * random suffix, so that two uploads of `photo.jpg` never collide and no client string reaches a
  * path unsanitised.
  *

@@ -17,7 +17,7 @@ export function listFileNames(collection: CollectionSchema, values: RecordValues
 }
 
 /**
- * The storage side of a record write (DESIGN.md section 5): new files are written before the
+ * The storage side of a record write (docs/files.md): new files are written before the
  * transaction commits and removed if it fails; replaced and deleted files go after it commits.
  * Removal after commit never fails the request (the record is already right): a failure is
  * logged, and the cleanup sweep removes the leftover later.

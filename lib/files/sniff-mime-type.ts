@@ -1,6 +1,6 @@
 /**
  * MIME detection from content, without a dependency: a field's `mimeTypes` is checked against what
- * the bytes are, never against what the client claims (DESIGN 5). The names follow what PocketBase
+ * the bytes are, never against what the client claims (docs/files.md). The names follow what PocketBase
  * reports (the Go `mimetype` package) where they differ from IANA, so a `mimeTypes` list copied
  * from a PocketBase schema keeps working (`image/x-icon`, `audio/x-m4a`, `text/xml`).
  */

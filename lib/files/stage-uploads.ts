@@ -48,7 +48,7 @@ function checkUpload(definition: FileFieldDefinition, upload: Upload): FieldErro
 
 /**
  * Matches each upload to its file field and checks the field's `maxSize` and `mimeTypes`
- * (DESIGN.md section 5). Parts that name no file field are dropped. The first failure per field
+ * (docs/files.md). Parts that name no file field are dropped. The first failure per field
  * is reported under the field's name; `maxSelect` is the validator's job, on the merged value.
  */
 export function stageUploads(collection: CollectionSchema, uploads: readonly Upload[]): StagedUploads {

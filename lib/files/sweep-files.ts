@@ -66,7 +66,7 @@ export interface SweepOptions {
 
 /**
  * Removes stored files that no record references any more and that are older than the grace
- * period (DESIGN 5): leftovers of crashed requests, of removals that failed after a commit, of
+ * period (docs/storage.md): leftovers of crashed requests, of removals that failed after a commit, of
  * thumbnails of replaced files. Uploads and deletes clean up after themselves; this catches what
  * they could not.
  *

@@ -24,7 +24,7 @@ export interface ThumbnailSpec {
   format?: ThumbnailFormat;
 }
 
-/** Largest side a client may ask for (DESIGN 10): bounds the work one request can cause. */
+/** Largest side a client may ask for (docs/thumbnails.md): bounds the work one request can cause. */
 export const MAX_THUMBNAIL_SIDE = 2048;
 /** Quality used for jpeg and webp when the request gives none; also left out of storage keys. */
 export const DEFAULT_THUMBNAIL_QUALITY = 80;
@@ -116,7 +116,7 @@ export function thumbnailKeySpec(spec: ThumbnailSpec, outputFormat: ThumbnailFor
 }
 
 /**
- * The format a thumbnail is written in: the requested one, else the original's (DESIGN 10), with
+ * The format a thumbnail is written in: the requested one, else the original's (docs/thumbnails.md), with
  * gif (and anything unexpected) becoming png, which keeps transparency and is lossless.
  */
 export function outputFormatFor(spec: ThumbnailSpec, originalMime: string): ThumbnailFormat {

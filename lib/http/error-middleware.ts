@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
 import type { Logger } from './logger.js';
 
-/** Sends the one error body shape (DESIGN.md section 7). */
+/** Sends the one error body shape (docs/errors.md). */
 function sendError(res: Response, error: RecordbaseError): void {
   res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
 }

@@ -46,7 +46,7 @@ function hasFlag(req: Request, name: string): boolean {
 }
 
 /**
- * The file routes (DESIGN.md section 5): downloads with thumbnails, and file tokens. Handlers
+ * The file routes (docs/files.md, docs/protected-files.md): downloads with thumbnails, and file tokens. Handlers
  * parse the request and delegate: access to the record service, bytes to the storage, images to
  * the thumbnail cache, headers to sendStoredFile.
  */

@@ -17,7 +17,7 @@ function readPositiveInt(query: Record<string, unknown>, name: string, fallback:
 }
 
 /**
- * Paging and query parameters of a list call (DESIGN.md section 3): page defaults to 1, perPage
+ * Paging and query parameters of a list call (docs/records-api.md): page defaults to 1, perPage
  * to 30 and is capped at `maxPerPage` (the capped value is echoed); a non-numeric value is a 400.
  */
 export function parseListQuery(query: Record<string, unknown>, options: { maxPerPage: number }): ListQuery {

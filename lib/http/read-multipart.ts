@@ -184,7 +184,7 @@ export async function removeStaleSpools(tempDir: string, now = Date.now()): Prom
 }
 
 /**
- * Builds the reader of multipart create/update bodies (DESIGN.md section 3 and 5): one part per
+ * Builds the reader of multipart create/update bodies (docs/records-api.md, docs/files.md): one part per
  * field, repeated parts for multi-valued fields, `@jsonPayload` merged, files spooled to disk.
  * Over `maxFileSize` (one file) or `maxBodySize` (the whole body, counted as it streams) is a 413
  * with every spooled file removed; a malformed body is a 400.

@@ -31,7 +31,7 @@ function shapeOf(req: Request): ResponseShape {
 }
 
 /**
- * The records endpoints (DESIGN.md section 3). Each handler only parses the request, calls the
+ * The records endpoints (docs/records-api.md). Each handler only parses the request, calls the
  * record service and sends what the presenter shapes; rules, SQL and validation live below.
  */
 export function createRecordsRoutes(options: RecordsRoutesOptions): Router {

@@ -45,7 +45,7 @@ export class RangeNotSatisfiableError extends RecordbaseError {
 export const STORED_FILE_CSP = "default-src 'none'; media-src 'self'; style-src 'unsafe-inline'; sandbox";
 
 /**
- * Types a browser renders without running anything of the file (DESIGN 10). svg, html, xml and
+ * Types a browser renders without running anything of the file (docs/protected-files.md). svg, html, xml and
  * scripts can execute or restyle a page on our origin, so they are never inline.
  */
 const INLINE_TYPES = new Set([
@@ -239,7 +239,7 @@ function forgetCacheHeaders(res: Response): void {
   res.removeHeader('Last-Modified');
 }
 
-/** Whether a type may be shown inline (DESIGN 10): raster images, audio, video and pdf. */
+/** Whether a type may be shown inline (docs/protected-files.md): raster images, audio, video and pdf. */
 function isInlineType(contentType: string): boolean {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   return INLINE_TYPES.has(type) || type.startsWith('audio/') || type.startsWith('video/');

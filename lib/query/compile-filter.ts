@@ -507,7 +507,7 @@ function isNullValue(side: Side): boolean {
   return side.kind === 'value' && (side.value === null || side.value === undefined);
 }
 
-/** "Empty" per DESIGN section 4: NULL, '' and [] (and JSON null); false and 0 are values. */
+/** "Empty" per docs/query-language.md: NULL, '' and [] (and JSON null); false and 0 are values. */
 function isEmptySql(side: ExprSide): SqlFragment {
   switch (side.storage) {
     case 'text':

@@ -5,7 +5,7 @@ import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragme
 import { targetViewRules, type CompiledSql, type FilterMode } from './compile-filter.js';
 import type { RequestInfo } from './request-info.js';
 
-/** Most sort fields accepted (DESIGN section 4). */
+/** Most sort fields accepted (docs/query-language.md). */
 export const MAX_SORT_FIELDS = 8;
 
 /** What compileSort needs; a FilterContext satisfies it. */

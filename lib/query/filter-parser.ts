@@ -3,7 +3,7 @@ import { createFilterError, quoteForMessage } from './filter-error.js';
 import { tokenizeFilter, type FilterToken } from './filter-lexer.js';
 import { LruCache } from './lru-cache.js';
 
-/** Longest filter accepted, in characters (DESIGN section 4). */
+/** Longest filter accepted, in characters (docs/query-language.md). */
 export const MAX_FILTER_LENGTH = 3500;
 /** Most comparisons one filter may hold. */
 export const MAX_FILTER_COMPARISONS = 200;

@@ -1,4 +1,4 @@
-/** Expand nesting beyond this depth is cut (DESIGN section 10). */
+/** Expand nesting beyond this depth is cut (docs/query-language.md). */
 export const MAX_EXPAND_DEPTH = 6;
 /** Most comma-separated paths read from `expand`; the rest are ignored. */
 export const MAX_EXPAND_PATHS = 100;

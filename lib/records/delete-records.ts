@@ -26,7 +26,7 @@ interface DeleteRun {
 
 const keyOf = (collection: CollectionSchema, id: unknown) => `${collection.name}:${String(id)}`;
 
-/** Unlinks or cascades every record that references one of `records` (DESIGN.md section 3). */
+/** Unlinks or cascades every record that references one of `records` (docs/records-api.md). */
 async function detachReferences(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
   const ids = records.map((r) => String(r.id));
   for (const back of run.registry.backRelations(collection)) {

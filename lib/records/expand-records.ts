@@ -70,7 +70,7 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
 }
 
 /**
- * Fills `expand` on each response object (DESIGN.md section 4): one query per relation per
+ * Fills `expand` on each response object (docs/query-language.md): one query per relation per
  * level, whatever the number of records; each related record must pass its own collection's
  * view rule or is left out; unknown names are ignored. A single relation expands to an object,
  * a multiple one and a back-relation to an array; nothing found leaves the key out.

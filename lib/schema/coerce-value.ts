@@ -17,7 +17,7 @@ export type InputSource = 'json' | 'multipart';
 /** The outcome of reading one value: the record value, or the field's validation error. */
 export type CoerceResult = { ok: true; value: unknown } | { ok: false; error: FieldError };
 
-/** Default limit for the serialised size of a JSON field (DESIGN.md: 1 MiB). */
+/** Default limit for the serialised size of a JSON field (docs/collections.md: 1 MiB). */
 export const DEFAULT_JSON_MAX_SIZE = 1024 * 1024;
 
 /**
@@ -50,7 +50,7 @@ function fail(code: FieldErrorCode, message: string): CoerceResult {
 }
 
 /**
- * The value a field holds when nothing was set (DESIGN.md section 2). Callers get a fresh array
+ * The value a field holds when nothing was set (docs/collections.md). Callers get a fresh array
  * each time so that nobody can mutate a shared default.
  */
 export function emptyValueOf(field: FieldSchema): unknown {
@@ -242,7 +242,7 @@ export function coerceNumberOperand(raw: unknown): CoerceResult {
 }
 
 /**
- * Reads one client value for a field into its record value (DESIGN.md section 2), or explains why
+ * Reads one client value for a field into its record value (docs/collections.md), or explains why
  * it cannot. `source` only matters for JSON fields: from multipart a string is JSON text to parse,
  * from a JSON body it is already the value.
  */

@@ -1,5 +1,5 @@
 /**
- * What a user writes to declare collections (DESIGN.md section 2). These are the public input
+ * What a user writes to declare collections (docs/collections.md). These are the public input
  * types; lib/schema/collection-schema.ts turns them into the checked, normalised model the rest
  * of the library reads.
  */
@@ -103,7 +103,7 @@ export type FieldDefinition =
 
 /**
  * An access rule: `null` = superusers only, `""` = everyone, otherwise a filter expression
- * evaluated for the caller (DESIGN.md section 4).
+ * evaluated for the caller (docs/query-language.md).
  */
 export type Rule = string | null;
 

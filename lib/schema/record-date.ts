@@ -1,5 +1,5 @@
 /**
- * Dates in the record format `YYYY-MM-DD hh:mm:ss.mmmZ` (DESIGN.md sections 2 and 10). Records
+ * Dates in the record format `YYYY-MM-DD hh:mm:ss.mmmZ` (docs/collections.md). Records
  * carry dates as strings in this one format everywhere in memory, so comparisons, filters and
  * responses never have to care about time zones or Date objects.
  */
