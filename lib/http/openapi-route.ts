@@ -1,21 +1,23 @@
+import { randomBytes } from 'node:crypto';
 import express, { type Router } from 'express';
 import { buildOpenApiDocument, renderOpenApiDocument, type OpenApiOptions } from '../openapi/build-openapi-document.js';
 import type { SchemaRegistry } from '../schema/collection-schema.js';
 
 /**
  * `GET /api/openapi.json` (option `openapi: true`, docs/openapi.md): the same document as
- * `recordbase openapi`, with `servers` set to where the router is mounted. Built once per mount
- * path; a router mounted at one path (the usual case) serialises it once.
+ * `recordbase openapi`, with `servers` set to where the router is mounted. The text is rendered
+ * once, around a placeholder for the server URL; a request only splices in its mount path, so a
+ * router mounted under a parameter (`/:tenant`) costs a string join per request, not a rebuild.
  */
 export function createOpenApiRoute(options: { registry: SchemaRegistry; document: Omit<OpenApiOptions, 'serverUrl'> }): Router {
+  // Random, so that no collection can contain it (select values are free text).
+  const placeholder = `recordbase-server-url-${randomBytes(12).toString('hex')}`;
+  const text = renderOpenApiDocument(buildOpenApiDocument(options.registry, { ...options.document, serverUrl: placeholder }));
+  const [before, after, ...rest] = text.split(JSON.stringify(placeholder));
+  if (after === undefined || rest.length > 0) throw new Error('recordbase: the OpenAPI server URL placeholder must appear exactly once');
   const router = express.Router();
-  let cached: { serverUrl: string; body: string } | undefined;
   router.get('/api/openapi.json', (req, res) => {
-    const serverUrl = req.baseUrl === '' ? '/' : req.baseUrl;
-    if (cached?.serverUrl !== serverUrl) {
-      cached = { serverUrl, body: renderOpenApiDocument(buildOpenApiDocument(options.registry, { ...options.document, serverUrl })) };
-    }
-    res.type('application/json').send(cached.body);
+    res.type('application/json').send(before + JSON.stringify(req.baseUrl === '' ? '/' : req.baseUrl) + after);
   });
   return router;
 }

@@ -1,3 +1,5 @@
+import express from 'express';
+import supertest from 'supertest';
 import { buildOpenApiDocument } from '../../lib/openapi/build-openapi-document.js';
 import { resolveOptions } from '../../lib/options.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
@@ -31,6 +33,15 @@ describe.each(testEngines())('GET /api/openapi.json on %s', (engine) => {
     await expectValidOpenApi(res.body);
     const again = await app.http.get(api('openapi.json'));
     expect(again.text).toBe(res.text);
+  });
+
+  test('a router mounted under a parameter gives each mount its own servers URL', async () => {
+    const host = express();
+    host.use('/t/:tenant', app.router);
+    const [acme, other] = await Promise.all([supertest(host).get('/t/acme/api/openapi.json'), supertest(host).get('/t/o%22ther/api/openapi.json')]);
+    expect(acme.body.servers).toEqual([{ url: '/t/acme' }]);
+    expect(other.body.servers).toEqual([{ url: '/t/o%22ther' }]);
+    expect({ ...acme.body, servers: [] }).toEqual({ ...other.body, servers: [] });
   });
 
   test('what the server really sends matches the schemas the document gives', async () => {
