@@ -65,13 +65,14 @@ function renderTypeName(type: string, schema: JsonSchema): string {
 }
 
 /** An interface from an object schema: each property with its comment, optional unless required. */
-function renderInterface(options: { name: string; schema: JsonSchema; comment: string; override?: Record<string, string> }): string {
+function renderInterface(options: { name: string; schema: JsonSchema; comment: string; override?: ReadonlyMap<string, string> }): string {
   const { schema } = options;
   const required = new Set((schema.required as string[] | undefined) ?? []);
   const lines: string[] = [];
   for (const [key, property] of Object.entries((schema.properties as Record<string, JsonSchema> | undefined) ?? {})) {
     if (SDK_MANAGED_PROPERTIES.has(key)) continue;
-    const type = options.override?.[key] ?? renderType(property);
+    // A Map, not an object: a field may be named `__proto__` or `constructor`.
+    const type = options.override?.get(key) ?? renderType(property);
     lines.push(`${renderComment(property.description, '  ')}  ${renderKey(key)}${required.has(key) ? '' : '?'}: ${type};`);
   }
   return `${renderComment(options.comment, '')}export interface ${options.name} {\n${lines.join('\n')}\n}\n`;
@@ -84,7 +85,7 @@ function renderCollection(schemas: Record<string, JsonSchema>, name: string): st
   const expand = properties.expand;
   const out: string[] = [];
   const expandName = toTypeName(name, 'expand');
-  out.push(renderInterface({ name: toTypeName(name, 'record'), schema: record, comment: `A ${name} record as the API returns it.`, override: expand ? { expand: expandName } : undefined }));
+  out.push(renderInterface({ name: toTypeName(name, 'record'), schema: record, comment: `A ${name} record as the API returns it.`, override: expand ? new Map([['expand', expandName]]) : undefined }));
   if (expand) out.push(renderInterface({ name: expandName, schema: expand, comment: `What \`expand\` may add to a ${name} record.` }));
   const create = schemas[toTypeName(name, 'createForm')] ?? schemas[toTypeName(name, 'create')];
   const update = schemas[toTypeName(name, 'updateForm')] ?? schemas[toTypeName(name, 'update')];

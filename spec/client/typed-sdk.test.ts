@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { renderTypeScriptTypes } from '../../lib/openapi/render-typescript-types.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
-import { blogCollections } from '../support/demo-collections.js';
+import { blogCollections, trickyCollections } from '../support/demo-collections.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 
@@ -64,8 +64,19 @@ export async function misspelled(): Promise<string> {
 }
 `;
 
-/** Compiles one file in its own folder with tsc --strict; resolves with tsc's output and exit code. */
-async function compile(dir: string, options: { file: string; lib: string[]; types: string[]; emit: boolean }): Promise<{ code: number; output: string }> {
+/** Uses the declarations of awkward names: prototype keys as fields, comment ends and quotes in select values. */
+const TRICKY_USAGE = `
+import type { ABRecord, ABUpdate, A_BRecord, AbRecord, _AbRecord } from './tricky-types.js';
+
+export function read(record: ABRecord, other: A_BRecord, empty: AbRecord, hidden: _AbRecord): string[] {
+  // TypeScript reads a missing \`constructor\` in a literal as Object's, so this one must be given.
+  const update: ABUpdate = { constructor: 2, 'constructor+': 1, 'self-': [other.ref], odd: '*/' };
+  return [record.__proto__, String(record.constructor), record.odd, other.expand?.ref?.odd ?? '', empty.id, hidden.id, String(update.odd)];
+}
+`;
+
+/** Compiles files in their own folder with tsc --strict; resolves with tsc's output and exit code. */
+async function compile(dir: string, options: { file: string; lib: string[]; types: string[]; emit: boolean; typesFile?: string }): Promise<{ code: number; output: string }> {
   const project = join(dir, `tsconfig.${options.file}.json`);
   await writeFile(
     project,
@@ -81,7 +92,7 @@ async function compile(dir: string, options: { file: string; lib: string[]; type
         noEmit: !options.emit,
         outDir: 'out',
       },
-      files: [options.file, 'pocketbase-types.ts'],
+      files: [options.file, options.typesFile ?? 'pocketbase-types.ts'],
     }),
   );
   try {
@@ -105,6 +116,8 @@ describe('the types of `recordbase types` with the pocketbase SDK', () => {
     await writeFile(join(dir, 'pocketbase-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(blogCollections())));
     await writeFile(join(dir, 'usage.ts'), USAGE);
     await writeFile(join(dir, 'wrong-field.ts'), WRONG_FIELD);
+    await writeFile(join(dir, 'tricky-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(trickyCollections())));
+    await writeFile(join(dir, 'tricky-usage.ts'), TRICKY_USAGE);
     compiled = await compile(dir, { file: 'usage.ts', lib: ['ES2022'], types: ['node'], emit: true });
   }, 180_000);
   afterAll(async () => {
@@ -115,6 +128,10 @@ describe('the types of `recordbase types` with the pocketbase SDK', () => {
     expect(compiled.output).toBe('');
     expect(compiled.code).toBe(0);
   });
+
+  test('awkward collection and field names and select values compile too', async () => {
+    expect(await compile(dir, { file: 'tricky-usage.ts', lib: ['ES2022'], types: ['node'], emit: false, typesFile: 'tricky-types.ts' })).toEqual({ code: 0, output: '' });
+  }, 120_000);
 
   test('a misspelled field fails to compile, read or written, and nothing else does (DOM lib, as in a browser app)', async () => {
     const { code, output } = await compile(dir, { file: 'wrong-field.ts', lib: ['ES2022', 'DOM'], types: [], emit: false });

@@ -60,3 +60,25 @@ export function blogCollections(): CollectionDefinition[] {
     },
   ];
 }
+
+/** Names that break naive generators: prototype keys, underscores that a careless PascalCase merges. */
+export function trickyCollections(): CollectionDefinition[] {
+  return [
+    {
+      name: 'a_b',
+      fields: [
+        { name: '__proto__', type: 'text', required: true },
+        { name: 'constructor', type: 'number' },
+        { name: 'self', type: 'relation', collection: 'a_b', maxSelect: 3 },
+        { name: 'shots', type: 'file', maxSelect: 4, mimeTypes: ['image/png', 'image/webp'], thumbs: ['100x100'], maxSize: 1000 },
+        { name: 'secret_doc', type: 'file', protected: true },
+        { name: 'when', type: 'date', required: true },
+        { name: 'agree', type: 'bool', required: true },
+        { name: 'odd', type: 'select', values: ['*/', "it's", ''] },
+      ],
+    },
+    { name: 'a__b', fields: [{ name: 'ref', type: 'relation', collection: 'a_b', required: true }] },
+    { name: 'ab', fields: [] },
+    { name: '_ab', fields: [{ name: 'x', type: 'text', hidden: true }] },
+  ];
+}

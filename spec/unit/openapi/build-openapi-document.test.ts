@@ -5,30 +5,8 @@ import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 import type { CollectionDefinition } from '../../../lib/index.js';
 import { demoCollections } from '../../../examples/demo/collections.js';
 import { galleryCollections } from '../../../examples/gallery/collections.js';
-import { blogCollections } from '../../support/demo-collections.js';
+import { blogCollections, trickyCollections } from '../../support/demo-collections.js';
 import { compileComponentSchemas, expectMatchesSchema, expectValidOpenApi } from '../../support/openapi-schemas.js';
-
-/** Names that break naive generators: prototype keys, underscores that a careless PascalCase merges. */
-function trickyCollections(): CollectionDefinition[] {
-  return [
-    {
-      name: 'a_b',
-      fields: [
-        { name: '__proto__', type: 'text', required: true },
-        { name: 'constructor', type: 'number' },
-        { name: 'self', type: 'relation', collection: 'a_b', maxSelect: 3 },
-        { name: 'shots', type: 'file', maxSelect: 4, mimeTypes: ['image/png', 'image/webp'], thumbs: ['100x100'], maxSize: 1000 },
-        { name: 'secret_doc', type: 'file', protected: true },
-        { name: 'when', type: 'date', required: true },
-        { name: 'agree', type: 'bool', required: true },
-        { name: 'odd', type: 'select', values: ['*/', "it's", ''] },
-      ],
-    },
-    { name: 'a__b', fields: [{ name: 'ref', type: 'relation', collection: 'a_b', required: true }] },
-    { name: 'ab', fields: [] },
-    { name: '_ab', fields: [{ name: 'x', type: 'text', hidden: true }] },
-  ];
-}
 
 const build = (defs: CollectionDefinition[], options = {}) => buildOpenApiDocument(buildSchemaRegistry(defs), options);
 const schemasOf = (doc: OpenApiDocument) => (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
