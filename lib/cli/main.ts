@@ -12,7 +12,7 @@ import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.j
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
 import { buildSchemaRegistry } from '../schema/collection-schema.js';
-import { emptyDatabaseState, planMigration } from '../schema/plan-migration.js';
+import { emptyDatabaseState, planMigration, type MigrationPlan } from '../schema/plan-migration.js';
 import { loadConfig } from './load-config.js';
 
 const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
@@ -102,7 +102,7 @@ async function migrate(args: string[]): Promise<void> {
   const options = resolveOptions(await loadConfig(values.config));
   const collections = buildSchemaRegistry(options.collections).collections;
   const dryRun = values['dry-run'] === true;
-  let plan;
+  let plan: MigrationPlan;
   if (dryRun && options.database === undefined && !existsSync(embeddedDatabaseDir(options.dataDir))) {
     // Opening the embedded database would create its folder: a dry run plans against nothing instead.
     plan = planMigration(collections, emptyDatabaseState());
