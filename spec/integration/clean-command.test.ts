@@ -128,7 +128,7 @@ describe('recordbase clean', () => {
       );
       expect(failure).toMatchObject({ code: 2 });
       expect(failure!.stderr).toContain('Usage');
-      expect(failure!.stderr).toContain('recordbase clean   --days N');
+      expect(failure!.stderr).toContain('Usage: recordbase clean --days N');
     }
     for (const file of Object.values(FILES)) expect(exists(file.key)).toBe(true);
     expect(existsSync(join(dataDir, 'db'))).toBe(false); // no database was even opened
