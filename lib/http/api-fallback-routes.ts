@@ -17,6 +17,7 @@ function describeUnserved(path: string): string {
     return 'recordbase does not serve the collections API: collections are declared in code (see docs/collections.md).';
   }
   if (ADMIN.test(path)) return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, backups, crons, superusers): there is no admin UI.';
+  if (path === '/api/openapi.json') return 'The OpenAPI document is served only with the option openapi: true; `recordbase openapi` prints it (see docs/openapi.md).';
   return 'The requested endpoint does not exist.';
 }
 
