@@ -162,7 +162,7 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
 
 /** The state of a database recordbase has never touched: what a dry run plans against when there is none yet. */
 export function emptyDatabaseState(): DatabaseState {
-  return { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false };
+  return { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
 }
 
 /**
