@@ -18,6 +18,14 @@ const records = createRecordsRouter({
   collections: demoCollections,
   dataDir: process.env.RB_DATA_DIR ?? './rb_data',
   auth: (token) => demoTokens[token] ?? null,
+  hooks: {
+    // A post's author is whoever creates it: clients cannot write posts in someone else's name.
+    posts: {
+      beforeCreate: (e) => {
+        if (!e.identity?.superuser) e.data.author = e.identity?.id ?? '';
+      },
+    },
+  },
 });
 app.use('/backend', records);
 app.get('/', (_req, res) => {
@@ -38,7 +46,7 @@ const server = app.listen(port, '127.0.0.1', async (error?: Error) => {
   await seedAlice(base); // Alice exists as a user record, so posts can point at her
   console.log(`recordbase demo listening on ${base}`);
   console.log('Try:');
-  console.log(`  curl -X POST ${base}/api/collections/posts/records -H 'Authorization: demo-alice' -H 'Content-Type: application/json' -d '{"title":"Hello","author":"demoalice000000"}'`);
+  console.log(`  curl -X POST ${base}/api/collections/posts/records -H 'Authorization: demo-alice' -H 'Content-Type: application/json' -d '{"title":"Hello"}'`);
   console.log(`  curl '${base}/api/collections/posts/records?perPage=10'`);
 });
 

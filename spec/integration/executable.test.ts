@@ -162,7 +162,7 @@ describe('the recordbase executable and the demo', () => {
     await expect(run(process.execPath, [cli, 'frobnicate'], { cwd: dir })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('Usage') });
   }, 60_000);
 
-  test('the demo (npm start) serves the README flow: a signed-in create, a guest list, a refused guest create', async () => {
+  test('the demo (npm start) serves the README flow: a signed-in create (its hook makes the caller the author), a guest list, a refused guest create', async () => {
     const { child, url, output } = await startAndReadUrl([join(root, 'dist/examples/demo/server.js')], { cwd: dir, env: { PORT: '0', RB_DATA_DIR: join(dir, 'demo') } });
     try {
       await new Promise((r) => setTimeout(r, 300)); // the demo seeds its user right after printing
@@ -170,9 +170,10 @@ describe('the recordbase executable and the demo', () => {
       const created = await fetch(`${url}/api/collections/posts/records`, {
         method: 'POST',
         headers: { Authorization: 'demo-alice', 'Content-Type': 'application/json' },
-        body: JSON.stringify({ title: 'Hello', author: 'demoalice000000' }),
+        body: JSON.stringify({ title: 'Hello', author: 'demoadmin000000' }),
       });
       expect(created.status).toBe(200);
+      // the demo's beforeCreate hook: the author is whoever creates the post, whatever the body said
       const list = (await (await fetch(`${url}/api/collections/posts/records?perPage=10`)).json()) as Record<string, unknown>;
       expect(list).toMatchObject({ page: 1, perPage: 10, totalItems: 1, items: [{ title: 'Hello', author: 'demoalice000000' }] });
       const guest = await fetch(`${url}/api/collections/posts/records`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"x"}' });
