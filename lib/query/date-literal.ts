@@ -5,12 +5,16 @@
  * instant so that they can be bound as timestamptz.
  */
 
+import { isRecordYear } from '../schema/record-date.js';
+
 const DATE_LITERAL =
   /^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /**
  * Parses a date literal to the instant it names, or undefined when it is not one. A prefix means
- * the start of that period in UTC; a missing offset means UTC.
+ * the start of that period in UTC; a missing offset means UTC. Like a record date, the literal
+ * and the instant it names (after its offset) must lie in the years 0001-9999: Postgres has no
+ * year 0 and the record format no five-digit years, so anything else would fail in the database.
  */
 export function parseDateLiteral(text: string): Date | undefined {
   const m = DATE_LITERAL.exec(text.trim());
@@ -38,5 +42,6 @@ export function parseDateLiteral(text: string): Date | undefined {
     offsetMinutes = sign * (oh * 60 + om);
   }
   const result = new Date(date.getTime() - offsetMinutes * 60_000);
-  return Number.isNaN(result.getTime()) ? undefined : result;
+  if (Number.isNaN(result.getTime()) || !isRecordYear(year) || !isRecordYear(result.getUTCFullYear())) return undefined;
+  return result;
 }

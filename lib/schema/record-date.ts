@@ -4,9 +4,14 @@
  * responses never have to care about time zones or Date objects.
  */
 
-/** Years outside this range cannot be written in four digits, so the record format cannot hold them. */
-const MIN_YEAR = 0;
-const MAX_YEAR = 9999;
+/**
+ * The years a record date may have. Above 9999 the four-digit format cannot write them; below 1
+ * Postgres cannot store them as written (it has no year 0: ISO year 0 is its 1 BC, and `0000-...`
+ * is out of range), so they would reach the database and fail there as a 500.
+ */
+export const MIN_RECORD_YEAR = 1;
+/** See MIN_RECORD_YEAR. */
+export const MAX_RECORD_YEAR = 9999;
 
 /**
  * Accepted input: a date, optionally followed by a time (`T`, `t` or a space as separator,
@@ -19,6 +24,11 @@ const DATE_INPUT =
 
 /** Longest input worth matching: `YYYY-MM-DDThh:mm:ss.nnnnnnnnn+hh:mm` is 35 characters. */
 const MAX_INPUT_LENGTH = 40;
+
+/** Whether a (UTC) year fits the record format and the database: 0001 to 9999. */
+export function isRecordYear(year: number): boolean {
+  return year >= MIN_RECORD_YEAR && year <= MAX_RECORD_YEAR;
+}
 
 function padNumber(n: number, width: number): string {
   return String(n).padStart(width, '0');
@@ -33,7 +43,7 @@ export function formatRecordDate(d: Date): string {
   const ms = d.getTime();
   if (Number.isNaN(ms)) throw new RangeError('Invalid date');
   const year = d.getUTCFullYear();
-  if (year < MIN_YEAR || year > MAX_YEAR) throw new RangeError(`Year ${year} is outside 0000-9999`);
+  if (!isRecordYear(year)) throw new RangeError(`Year ${year} is outside 0001-9999`);
   return (
     `${padNumber(year, 4)}-${padNumber(d.getUTCMonth() + 1, 2)}-${padNumber(d.getUTCDate(), 2)} ` +
     `${padNumber(d.getUTCHours(), 2)}:${padNumber(d.getUTCMinutes(), 2)}:${padNumber(d.getUTCSeconds(), 2)}.` +
@@ -77,7 +87,6 @@ export function parseDateInput(v: string): string | null {
   d.setUTCHours(hour, minute, second, millis);
   if (d.getUTCDate() !== day || d.getUTCMonth() !== month - 1) return null;
   const utc = new Date(d.getTime() - offset * 60_000);
-  const utcYear = utc.getUTCFullYear();
-  if (utcYear < MIN_YEAR || utcYear > MAX_YEAR) return null;
+  if (!isRecordYear(year) || !isRecordYear(utc.getUTCFullYear())) return null;
   return formatRecordDate(utc);
 }
