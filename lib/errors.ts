@@ -21,6 +21,8 @@ export const ERROR_CODES = {
   invalid_filter: { status: 400, message: 'Invalid filter.' },
   invalid_sort: { status: 400, message: 'Invalid sort.' },
   invalid_path: { status: 400, message: 'The request path is not valid.' },
+  expand_too_many_records: { status: 400, message: 'The expansion would add too many related records to the response.' },
+  expand_too_large: { status: 400, message: 'The expansion would add too many bytes to the response.' },
   filter_required: { status: 400, message: 'A bulk delete needs a non-empty "filter" parameter.' },
   relation_required: { status: 400, message: 'The record cannot be deleted: other records require it.' },
   invalid_thumb: { status: 400, message: 'Invalid thumb.' },

@@ -8,6 +8,7 @@ import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
 import type { BatchSettings } from './http/batch-routes.js';
+import { DEFAULT_EXPAND_LIMITS } from './records/expand-records.js';
 import type { RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 
@@ -19,6 +20,16 @@ export interface Limits {
   maxBodySize: number;
   /** Cap on `perPage`. Default 1000. */
   maxPerPage: number;
+  /**
+   * Most related records `expand` may add to one response, a record counted each time it appears
+   * (400 `expand_too_many_records` above). Default 10,000.
+   */
+  maxExpandRecords: number;
+  /**
+   * Most bytes (compact JSON, UTF-8) `expand` may add to one response, repeats included (400
+   * `expand_too_large` above). Default 16 MiB.
+   */
+  maxExpandBytes: number;
 }
 
 /** The options of `createRecordsRouter` (docs/configuration.md). */
@@ -160,6 +171,8 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
       maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
       maxBodySize,
       maxPerPage: checkPositiveInteger('limits.maxPerPage', limits.maxPerPage ?? 1000),
+      maxExpandRecords: checkPositiveInteger('limits.maxExpandRecords', limits.maxExpandRecords ?? DEFAULT_EXPAND_LIMITS.maxRecords),
+      maxExpandBytes: checkPositiveInteger('limits.maxExpandBytes', limits.maxExpandBytes ?? DEFAULT_EXPAND_LIMITS.maxBytes),
     },
   };
 }

@@ -78,7 +78,9 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       logger,
       apiFor: (unit) => createRecordsApi(apiDepsAfterReady, unit),
     });
-    const presenter = new RecordPresenter(registry, store);
+    const presenter = new RecordPresenter(registry, store, {
+      expandLimits: { maxRecords: resolved.limits.maxExpandRecords, maxBytes: resolved.limits.maxExpandBytes },
+    });
     apiDeps = { service: records, presenter, maxPerPage: resolved.limits.maxPerPage, maxFileSize: resolved.limits.maxFileSize, tempDir: resolved.uploadTempDir };
     const combined = express.Router();
     if (resolved.openapi) combined.use(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));

@@ -103,13 +103,18 @@ export class RecordStore {
     return rows[0] ? readRow(options.collection, rows[0]) : undefined;
   }
 
-  /** Records whose id is in `ids` and that match `where` (one query, for expansion). */
-  async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[] }): Promise<RecordValues[]> {
+  /**
+   * Records whose id is in `ids` and that match `where` (one query, for expansion). With `limit`,
+   * at most that many, in no particular order: expansion asks for one more than it may add, to
+   * learn that it would go over without reading everything.
+   */
+  async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[]; limit?: number }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
     const query = applyWhere(
       this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)).whereIn(`${RECORD_ALIAS}.id`, [...options.ids]),
       options.where ?? [],
     );
+    if (options.limit !== undefined) query.limit(options.limit);
     const rows: Record<string, unknown>[] = await query;
     return rows.map((row) => readRow(options.collection, row));
   }
@@ -123,7 +128,8 @@ export class RecordStore {
 
   /**
    * Records of `collection` whose relation `field` holds one of `ids`, in created order: the
-   * rows a delete must cascade to or unlink (with `lock`), or a back-relation to expand.
+   * rows a delete must cascade to or unlink (with `lock`), or a back-relation to expand (with
+   * `limit`, the first that many).
    */
   async selectByRelation(options: {
     collection: CollectionSchema;
@@ -131,6 +137,7 @@ export class RecordStore {
     ids: readonly string[];
     where?: readonly SqlFragment[];
     lock?: boolean;
+    limit?: number;
   }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
     const column = `${q(RECORD_ALIAS)}.${q(options.field.column)}`;
@@ -142,6 +149,7 @@ export class RecordStore {
     }
     if (options.lock) query.forUpdate(RECORD_ALIAS);
     else query.orderBy([`${RECORD_ALIAS}.created`, `${RECORD_ALIAS}.id`]);
+    if (options.limit !== undefined) query.limit(options.limit);
     const rows: Record<string, unknown>[] = await query;
     return rows.map((row) => readRow(options.collection, row));
   }

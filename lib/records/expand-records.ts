@@ -1,4 +1,4 @@
-import { ForbiddenError } from '../errors.js';
+import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { RecordStore, RecordValues } from '../db/record-store.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
@@ -15,10 +15,75 @@ export interface ExpandItem {
   readonly out: Record<string, unknown>;
 }
 
+/**
+ * Bounds on what expansion may add to one response (DESIGN.md section 7, docs/limits.md). A
+ * related record counts each time it appears: the same author under 1,000 posts is serialised
+ * 1,000 times, and that is what the client receives and what the server must write.
+ */
+export interface ExpandLimits {
+  /** Most related records in the response, repeats included. */
+  readonly maxRecords: number;
+  /** Most bytes of compact JSON (UTF-8) that expansion adds to the response, repeats included. */
+  readonly maxBytes: number;
+}
+
+/** The defaults of `limits.maxExpandRecords` and `limits.maxExpandBytes`. */
+export const DEFAULT_EXPAND_LIMITS: ExpandLimits = { maxRecords: 10_000, maxBytes: 16 * 1024 * 1024 };
+
+/**
+ * One record of the expansion tree. Related records are shared between parents (one object per
+ * record and level), so `copies` says how many times `out` will appear in the serialised
+ * response: the sum of its parents' copies.
+ */
+interface ExpandNode extends ExpandItem {
+  copies: number;
+}
+
 interface ExpandRun {
   readonly registry: SchemaRegistry;
   readonly store: RecordStore;
   readonly caller: Caller;
+  readonly budget: ExpandBudget;
+}
+
+/** `,"expand":{}`: what a record's first expanded relation adds besides the entry itself. */
+const EXPAND_KEY_BYTES = Buffer.byteLength(',"expand":{}');
+
+/**
+ * Counts the records and bytes expansion adds, level by level, and refuses (400) as soon as a
+ * level goes over a limit: before its records are expanded further, so a runaway tree costs one
+ * level's query, not six, and that query reads at most one record more than may still be added.
+ */
+class ExpandBudget {
+  private records = 0;
+  private bytes = 0;
+
+  constructor(private readonly limits: ExpandLimits) {}
+
+  /** How many more related records the response may take. */
+  get recordsLeft(): number {
+    return this.limits.maxRecords - this.records;
+  }
+
+  addRecords(count: number): void {
+    this.records += count;
+    if (this.records <= this.limits.maxRecords) return;
+    throw new BadRequestError(
+      `The expansion would add more than ${this.limits.maxRecords} related records to the response (limits.maxExpandRecords). ` +
+        'Expand fewer or shallower relations, or ask for fewer records per page.',
+      'expand_too_many_records',
+    );
+  }
+
+  addBytes(count: number): void {
+    this.bytes += count;
+    if (this.bytes <= this.limits.maxBytes) return;
+    throw new BadRequestError(
+      `The expansion would add more than ${this.limits.maxBytes} bytes to the response (limits.maxExpandBytes). ` +
+        'Expand fewer or shallower relations, or ask for fewer records per page.',
+      'expand_too_large',
+    );
+  }
 }
 
 /** The target's view rule for this caller, or undefined when it refuses everything (`null`). */
@@ -31,12 +96,39 @@ function viewConditions(run: ExpandRun, collection: CollectionSchema): SqlFragme
   }
 }
 
-function attach(item: ExpandItem, name: string, value: unknown): void {
+/** Sets `out.expand[name]`, and says whether this was the record's first expanded relation. */
+function attach(item: ExpandItem, name: string, value: unknown): boolean {
+  const first = item.out.expand === undefined;
   const expand = (item.out.expand ??= {}) as Record<string, unknown>;
   Object.defineProperty(expand, name, { value, enumerable: true, writable: true, configurable: true });
+  return first;
 }
 
-async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: readonly ExpandItem[], tree: ExpandTree): Promise<void> {
+/** Records measured between two turns of the event loop. */
+const YIELD_EVERY = 500;
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
+
+/** Related records by the id of the parent whose back-relation holds them, in query order. */
+function indexByParent(related: readonly ExpandNode[], field: string): Map<string, ExpandNode[]> {
+  const byParent = new Map<string, ExpandNode[]>();
+  for (const node of related) {
+    for (const parentId of new Set(idsOf(node.values[field]))) {
+      const siblings = byParent.get(parentId);
+      if (siblings) siblings.push(node);
+      else byParent.set(parentId, [node]);
+    }
+  }
+  return byParent;
+}
+
+async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: readonly ExpandNode[], tree: ExpandTree): Promise<void> {
   const showHidden = isSuperuser(run.caller);
   for (const [name, subtree] of tree) {
     const relation = resolveRelation({ registry: run.registry, collection, name, canSeeHidden: showHidden });
@@ -44,28 +136,41 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const target = relation.kind === 'field' ? relation.target : relation.collection;
     const where = viewConditions(run, target);
     if (!where) continue;
-    const related =
+    // Every row read appears at least once, so one row more than is left already means "over".
+    const limit = run.budget.recordsLeft + 1;
+    const rows =
       relation.kind === 'field'
-        ? await run.store.selectByIds({ collection: target, ids: [...new Set(items.flatMap((i) => idsOf(i.values[relation.field.name])))], where })
-        : await run.store.selectByRelation({ collection: target, field: relation.field, ids: items.map((i) => String(i.values.id)), where });
-    if (related.length === 0) continue;
-    const relatedItems = related.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }) }));
-    if (subtree.size > 0) await expandLevel(run, target, relatedItems, subtree);
-
-    if (relation.kind === 'field') {
-      const byId = new Map(relatedItems.map((r) => [String(r.values.id), r.out]));
-      for (const item of items) {
-        const found = idsOf(item.values[relation.field.name]).flatMap((id) => byId.get(id) ?? []);
-        if (found.length === 0) continue;
-        attach(item, name, relation.field.multiple ? found : found[0]);
-      }
-    } else {
-      for (const item of items) {
-        const id = String(item.values.id);
-        const found = relatedItems.filter((r) => idsOf(r.values[relation.field.name]).includes(id)).map((r) => r.out);
-        if (found.length > 0) attach(item, name, found);
-      }
+        ? await run.store.selectByIds({ collection: target, ids: [...new Set(items.flatMap((i) => idsOf(i.values[relation.field.name])))], where, limit })
+        : await run.store.selectByRelation({ collection: target, field: relation.field, ids: items.map((i) => String(i.values.id)), where, limit });
+    if (rows.length === 0) continue;
+    if (rows.length === limit) run.budget.addRecords(limit);
+    const related: ExpandNode[] = rows.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }), copies: 0 }));
+    const byId = relation.kind === 'field' ? new Map(related.map((node) => [String(node.values.id), node])) : undefined;
+    const byParent = relation.kind === 'back' ? indexByParent(related, relation.field.name) : undefined;
+    const asArray = relation.kind === 'back' || relation.field.multiple;
+    const entryBytes = jsonBytes(name) + 1; // "name":
+    let bytes = 0;
+    for (const item of items) {
+      const found = byId
+        ? idsOf(item.values[relation.field.name]).flatMap((id) => byId.get(id) ?? [])
+        : (byParent!.get(String(item.values.id)) ?? []);
+      if (found.length === 0) continue;
+      const shown = asArray ? found : found.slice(0, 1);
+      const first = attach(item, name, asArray ? shown.map((node) => node.out) : shown[0]!.out);
+      for (const node of shown) node.copies += item.copies;
+      // The entry, the brackets and commas of an array, and the "expand" key or the comma before it.
+      const overhead = entryBytes + (asArray ? 1 + shown.length : 0) + (first ? EXPAND_KEY_BYTES : 1);
+      bytes += item.copies * overhead;
     }
+    const shownNodes = related.filter((node) => node.copies > 0);
+    run.budget.addRecords(shownNodes.reduce((sum, node) => sum + node.copies, 0));
+    for (const [index, node] of shownNodes.entries()) {
+      bytes += node.copies * jsonBytes(node.out);
+      // Measuring is serialising: thousands of records take long enough to be felt by others.
+      if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
+    }
+    run.budget.addBytes(bytes);
+    if (subtree.size > 0 && shownNodes.length > 0) await expandLevel(run, target, shownNodes, subtree);
   }
 }
 
@@ -73,7 +178,9 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
  * Fills `expand` on each response object (docs/query-language.md): one query per relation per
  * level, whatever the number of records; each related record must pass its own collection's
  * view rule or is left out; unknown names are ignored. A single relation expands to an object,
- * a multiple one and a back-relation to an array; nothing found leaves the key out.
+ * a multiple one and a back-relation to an array; nothing found leaves the key out. A related
+ * record is one object shared by all its parents; `limits` bound what the expansion adds to the
+ * response as serialised, repeats included (BadRequestError naming the limit).
  */
 export async function expandRecords(options: {
   registry: SchemaRegistry;
@@ -82,7 +189,10 @@ export async function expandRecords(options: {
   collection: CollectionSchema;
   items: readonly ExpandItem[];
   tree: ExpandTree;
+  limits?: ExpandLimits;
 }): Promise<void> {
   if (options.tree.size === 0 || options.items.length === 0) return;
-  await expandLevel(options, options.collection, options.items, options.tree);
+  const run: ExpandRun = { ...options, budget: new ExpandBudget(options.limits ?? DEFAULT_EXPAND_LIMITS) };
+  const roots = options.items.map((item): ExpandNode => ({ values: item.values, out: item.out, copies: 1 }));
+  await expandLevel(run, options.collection, roots, options.tree);
 }

@@ -5,7 +5,7 @@ import { parseExpand, type ExpandTree } from '../query/parse-expand.js';
 import { parseFields, type FieldSelection } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
-import { expandRecords } from './expand-records.js';
+import { expandRecords, type ExpandLimits } from './expand-records.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** What a response asks of its records: which fields, which relations expanded (parsed by parseResponseShape). */
@@ -42,6 +42,7 @@ export class RecordPresenter {
   constructor(
     private readonly registry: SchemaRegistry,
     private readonly store: RecordStore,
+    private readonly options: { expandLimits?: ExpandLimits } = {},
   ) {}
 
   async present(options: PresentOptions): Promise<Record<string, unknown>[]> {
@@ -56,6 +57,7 @@ export class RecordPresenter {
         collection: options.collection,
         items,
         tree,
+        limits: this.options.expandLimits,
       });
     } catch (err) {
       throw translateDatabaseError(err);
