@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
   database_unavailable: { status: 503, message: 'The database is unavailable. Try again later.' },
   not_ready: { status: 503, message: 'recordbase could not start.' },
+  thumbnail_queue_full: { status: 503, message: 'Too many thumbnails are waiting to be made; try again in a moment.' },
   write_conflict: { status: 409, message: 'The write conflicted with a concurrent one; try again.' },
   batch_not_allowed: { status: 403, message: 'Batch requests are not allowed.' },
   invalid_batch: { status: 400, message: 'Invalid batch request data.' },

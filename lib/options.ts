@@ -5,6 +5,7 @@ import type { AuthFunction } from './auth/identity.js';
 import { diskStorage } from './files/disk-storage.js';
 import type { Storage } from './files/storage.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
+import { DEFAULT_THUMBNAIL_LIMITS } from './files/thumbnail-cache.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
 import type { BatchSettings } from './http/batch-routes.js';
@@ -30,6 +31,18 @@ export interface Limits {
    * `expand_too_large` above). Default 16 MiB.
    */
   maxExpandBytes: number;
+  /** Thumbnails that may wait for their render to start; one more is a 503 `thumbnail_queue_full`. Default 100. */
+  maxThumbnailQueue: number;
+  /**
+   * Pixels (width x height of the originals) decoded at once by all thumbnail renders together;
+   * a larger original is served as it is. Bounds the renderer's memory. Default 24,000,000.
+   */
+  maxThumbnailPixels: number;
+  /**
+   * Thumbnails stored per file whose field lists no `thumbs`; further sizes are answered with the
+   * original. Default 10.
+   */
+  maxThumbnailsPerFile: number;
 }
 
 /** The options of `createRecordsRouter` (docs/configuration.md). */
@@ -60,7 +73,10 @@ export interface RecordsRouterOptions {
   fileTokenSecret?: string;
   /** Makes thumbnails; replaces the built-in jimp renderer (which runs in worker threads). */
   thumbnail?: ThumbnailFunction;
-  /** Worker threads of the built-in thumbnail renderer. Default: one per core. */
+  /**
+   * Worker threads of the built-in thumbnail renderer, and how many originals are rendered at
+   * once (also with your own `thumbnail` function). Default: one per core, at most 4.
+   */
   thumbnailWorkers?: number;
   /**
    * `POST /api/batch` (docs/batch.md): at most `maxRequests` requests (default 50), given up and
@@ -117,6 +133,8 @@ export interface ResolvedOptions {
 }
 
 const MIB = 1024 * 1024;
+/** Each worker may hold a decoded original (hundreds of MB): a 64-core host must not start 64 by default. */
+const MAX_DEFAULT_THUMBNAIL_WORKERS = 4;
 const HOUR = 60 * 60 * 1000;
 
 function readSize(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -159,7 +177,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
     multipartUpdate: options.multipartUpdate ?? 'replace',
     fileTokenSecret: options.fileTokenSecret,
     thumbnail: options.thumbnail,
-    thumbnailWorkers: checkPositiveInteger('thumbnailWorkers', options.thumbnailWorkers ?? os.availableParallelism()),
+    thumbnailWorkers: checkPositiveInteger('thumbnailWorkers', options.thumbnailWorkers ?? Math.min(os.availableParallelism(), MAX_DEFAULT_THUMBNAIL_WORKERS)),
     fileSweep:
       sweep === false
         ? false
@@ -173,6 +191,9 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
       maxPerPage: checkPositiveInteger('limits.maxPerPage', limits.maxPerPage ?? 1000),
       maxExpandRecords: checkPositiveInteger('limits.maxExpandRecords', limits.maxExpandRecords ?? DEFAULT_EXPAND_LIMITS.maxRecords),
       maxExpandBytes: checkPositiveInteger('limits.maxExpandBytes', limits.maxExpandBytes ?? DEFAULT_EXPAND_LIMITS.maxBytes),
+      maxThumbnailQueue: checkPositiveInteger('limits.maxThumbnailQueue', limits.maxThumbnailQueue ?? DEFAULT_THUMBNAIL_LIMITS.maxQueue),
+      maxThumbnailPixels: checkPositiveInteger('limits.maxThumbnailPixels', limits.maxThumbnailPixels ?? DEFAULT_THUMBNAIL_LIMITS.maxPixels),
+      maxThumbnailsPerFile: checkPositiveInteger('limits.maxThumbnailsPerFile', limits.maxThumbnailsPerFile ?? DEFAULT_THUMBNAIL_LIMITS.maxStoredPerFile),
     },
   };
 }

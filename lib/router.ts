@@ -99,7 +99,15 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       createFilesRoutes({
         records,
         storage,
-        thumbnails: createThumbnailCache({ storage, render: resolved.thumbnail ?? pool!.render, logger }),
+        thumbnails: createThumbnailCache({
+          storage,
+          ...(pool ? { renderBatch: pool.renderBatch } : { render: resolved.thumbnail }),
+          logger,
+          concurrency: resolved.thumbnailWorkers,
+          maxQueue: resolved.limits.maxThumbnailQueue,
+          maxPixels: resolved.limits.maxThumbnailPixels,
+          maxStoredPerFile: resolved.limits.maxThumbnailsPerFile,
+        }),
         fileTokens,
         auth: resolved.auth,
         logger,

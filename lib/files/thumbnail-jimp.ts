@@ -49,7 +49,7 @@ function createWebpFormat(): WebpFormat {
  */
 export const ThumbnailJimp = createJimp({ formats: [...defaultFormats, createWebpFormat], plugins: defaultPlugins });
 /** An image of ThumbnailJimp. */
-export type JimpImage = Awaited<ReturnType<typeof ThumbnailJimp.fromBuffer>>;
+export type JimpImage = InstanceType<typeof ThumbnailJimp>;
 
 /** The part of the WebAssembly global we use; the project's `lib` (ES2022, no DOM) does not declare it. */
 interface WasmApi {

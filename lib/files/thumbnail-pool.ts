@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { ThumbnailFunction, ThumbnailInput, ThumbnailOutput } from './render-thumbnail.js';
+import type { ThumbnailBatchFunction, ThumbnailBatchInput, ThumbnailBatchResult, ThumbnailFunction } from './render-thumbnail.js';
 import type { ThumbnailJobMessage, ThumbnailResultMessage } from './thumbnail-worker.js';
 
 /** A fixed set of thumbnail worker threads behind a `ThumbnailFunction`; `close()` stops them. */
@@ -13,13 +13,19 @@ export interface ThumbnailPool {
    * the worker and is empty afterwards.
    */
   render: ThumbnailFunction;
+  /**
+   * Queues several thumbnails of one original as one job: the worker decodes the original once.
+   * Resolves with one result per spec, in order; rejects as `render` does, and when the original
+   * itself cannot be used. Takes ownership of `input.data` like `render`.
+   */
+  renderBatch: ThumbnailBatchFunction;
   /** Terminates the workers; running and queued jobs reject, later calls of `render` too. Idempotent. */
   close(): Promise<void>;
 }
 
 /** Options of `createThumbnailPool`. */
 export interface ThumbnailPoolOptions {
-  /** Number of worker threads (at least 1); the router defaults it to one per core. */
+  /** Number of worker threads (at least 1); the router defaults it to the cores, at most 4. */
   size: number;
   /**
    * Longest a job may run before its worker is terminated and the job rejected (default 60 s): a
@@ -37,8 +43,8 @@ const DEFAULT_JOB_TIMEOUT_MS = 60_000;
 
 interface Job {
   id: number;
-  input: ThumbnailInput;
-  resolve(output: ThumbnailOutput): void;
+  input: ThumbnailBatchInput;
+  resolve(results: ThumbnailBatchResult[]): void;
   reject(error: Error): void;
 }
 
@@ -113,7 +119,7 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
       const job = slot.job;
       if (job === undefined || message?.id !== job.id) return;
       finishJob(slot);
-      if (message.output) job.resolve(message.output);
+      if (message.results) job.resolve(message.results);
       else job.reject(new Error(message.error ?? 'thumbnail worker gave no result'));
       dispatch();
     });
@@ -143,8 +149,8 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
     dispatch();
   }
 
-  const render: ThumbnailFunction = (input) =>
-    new Promise<ThumbnailOutput>((resolve, reject) => {
+  const renderBatch: ThumbnailBatchFunction = (input) =>
+    new Promise<ThumbnailBatchResult[]>((resolve, reject) => {
       if (closed) {
         reject(new Error('thumbnail pool is closed'));
         return;
@@ -152,6 +158,12 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
       queue.push({ id: nextId++, input, resolve, reject });
       dispatch();
     });
+
+  const render: ThumbnailFunction = async (input) => {
+    const [result] = await renderBatch({ data: input.data, mimeType: input.mimeType, specs: [input.spec] });
+    if (!result || 'error' in result) throw new Error(result?.error ?? 'thumbnail worker gave no result');
+    return result.output;
+  };
 
   async function close(): Promise<void> {
     if (closed) return;
@@ -167,7 +179,7 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
     await Promise.all(workers.map((slot) => slot.worker.terminate()));
   }
 
-  return { render, close };
+  return { render, renderBatch, close };
 }
 
 /**

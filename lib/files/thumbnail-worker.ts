@@ -1,22 +1,23 @@
 /**
  * Entry point of a thumbnail worker thread (started by thumbnail-pool.ts). Decoding and resizing
  * are synchronous CPU work of up to seconds per image; doing it here keeps the server's event loop
- * free. Protocol: the pool posts `{ id, input }` and the worker answers `{ id, output }` or
- * `{ id, error }` (a message only: stacks stay inside), one job at a time.
+ * free. Protocol: the pool posts `{ id, input }` (one original, several specs) and the worker
+ * answers `{ id, results }` (one per spec) or `{ id, error }` when the original itself cannot be
+ * used (a message only: stacks stay inside), one job at a time.
  */
 import { parentPort } from 'node:worker_threads';
-import { renderThumbnail, type ThumbnailInput, type ThumbnailOutput } from './render-thumbnail.js';
+import { renderThumbnailBatch, type ThumbnailBatchInput, type ThumbnailBatchResult } from './render-thumbnail.js';
 
 /** A job as the pool posts it. */
 export interface ThumbnailJobMessage {
   id: number;
-  input: ThumbnailInput;
+  input: ThumbnailBatchInput;
 }
 
-/** The worker's answer to one job; exactly one of `output` and `error` is set. */
+/** The worker's answer to one job; exactly one of `results` and `error` is set. */
 export interface ThumbnailResultMessage {
   id: number;
-  output?: ThumbnailOutput;
+  results?: ThumbnailBatchResult[];
   error?: string;
 }
 
@@ -26,27 +27,33 @@ if (port === null) throw new Error('thumbnail-worker.js must be started as a wor
 port.on('message', (message: ThumbnailJobMessage) => {
   // A message off the protocol means the pool and this file disagree (a version mismatch, a bug):
   // throwing here ends the worker, and the pool fails the job and starts a fresh one.
-  if (typeof message?.id !== 'number' || !ArrayBuffer.isView(message.input?.data)) {
+  if (typeof message?.id !== 'number' || !ArrayBuffer.isView(message.input?.data) || !Array.isArray(message.input?.specs)) {
     throw new TypeError('malformed thumbnail job message');
   }
-  void answerJob(message).then((result) => {
+  void answerJob(message).then((answer) => {
     // Transfer rather than copy: a thumbnail can be megabytes and the copy would be on the main thread.
-    const transfer = result.output ? [result.output.data.buffer as ArrayBuffer] : [];
-    port.postMessage(result, transfer);
+    const transfer = (answer.results ?? []).flatMap((result) => ('output' in result ? [result.output.data.buffer as ArrayBuffer] : []));
+    port.postMessage(answer, transfer);
   });
 });
 
 async function answerJob(message: ThumbnailJobMessage): Promise<ThumbnailResultMessage> {
-  const id = message?.id;
+  const id = message.id;
   try {
-    const output = await renderThumbnail(message.input);
-    // The transferred buffer must hold exactly the thumbnail: a view into a larger (pooled) buffer
-    // would move, and expose, the rest of it too.
-    const data = output.data.byteOffset === 0 && output.data.byteLength === output.data.buffer.byteLength
-      ? output.data
-      : output.data.slice();
-    return { id, output: { data, contentType: output.contentType } };
+    const results = await renderThumbnailBatch(message.input);
+    return { id, results: results.map(ownBuffer) };
   } catch (error) {
     return { id, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/**
+ * The transferred buffer must hold exactly the thumbnail: a view into a larger (pooled) buffer
+ * would move, and expose, the rest of it too.
+ */
+function ownBuffer(result: ThumbnailBatchResult): ThumbnailBatchResult {
+  if (!('output' in result)) return result;
+  const data = result.output.data;
+  const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : data.slice();
+  return { output: { data: own, contentType: result.output.contentType } };
 }

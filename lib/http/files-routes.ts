@@ -92,7 +92,8 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
     const onBodyError = (err: unknown) => options.logger.error(`${req.method} ${req.originalUrl}: storage failed mid-download`, err);
     const mimeType = lookupContentTypeOfName(name);
     if (spec && isThumbnailable(mimeType)) {
-      const thumb = await thumbnails.get({ collectionId: collection.id, recordId, name, mimeType, spec });
+      const sizesListed = (definition.thumbs?.length ?? 0) > 0;
+      const thumb = await thumbnails.get({ collectionId: collection.id, recordId, name, mimeType, spec, sizesListed });
       if (thumb) {
         await sendStoredFile(req, res, { storage, key: thumb.key, fileName: name, contentType: thumb.contentType, download, cacheControl, onBodyError });
         return;

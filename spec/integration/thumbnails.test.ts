@@ -8,8 +8,16 @@ import { intToRGBA } from 'jimp';
 import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import { buildFileKey } from '../../lib/files/file-names.js';
 import type { Logger } from '../../lib/http/logger.js';
-import { readImageDimensions, renderThumbnail, type ThumbnailFunction, type ThumbnailInput } from '../../lib/files/render-thumbnail.js';
+import {
+  readImageDimensions,
+  renderThumbnail,
+  type ThumbnailBatchFunction,
+  type ThumbnailBatchInput,
+  type ThumbnailFunction,
+  type ThumbnailInput,
+} from '../../lib/files/render-thumbnail.js';
 import { ThumbnailJimp } from '../../lib/files/thumbnail-jimp.js';
+import { UnavailableError } from '../../lib/errors.js';
 import { createThumbnailCache } from '../../lib/files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from '../../lib/files/thumbnail-pool.js';
 import type { ThumbnailSpec } from '../../lib/files/thumbnail-spec.js';
@@ -505,4 +513,177 @@ describe('createThumbnailCache', () => {
       await pool.close();
     }
   }, 180_000);
+
+  /** A renderBatch that holds every batch until released, recording what it was given. */
+  function createGatedRenderer() {
+    const started: ThumbnailBatchInput[] = [];
+    const gates: Array<() => void> = [];
+    let running = 0;
+    let maxRunning = 0;
+    const renderBatch: ThumbnailBatchFunction = async (input) => {
+      started.push({ ...input, specs: [...input.specs] });
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      running--;
+      const results = [];
+      for (const spec of input.specs) results.push({ output: await renderThumbnail({ data: input.data.slice(), mimeType: input.mimeType, spec }) });
+      return results;
+    };
+    return {
+      renderBatch,
+      started,
+      maxRunning: () => maxRunning,
+      async releaseWhen(count: number) {
+        await waitUntil(() => gates.length >= count);
+        for (const gate of gates.splice(0)) gate();
+      },
+    };
+  }
+
+  async function waitUntil(condition: () => boolean): Promise<void> {
+    for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(condition()).toBe(true);
+  }
+
+  /** The storage, recording the keys read, and the keys whose stat has answered. */
+  function countReads(inner: Storage): { storage: Storage; reads: string[]; statted: string[] } {
+    const reads: string[] = [];
+    const statted: string[] = [];
+    return {
+      reads,
+      statted,
+      storage: {
+        write: (key, source, options) => inner.write(key, source, options),
+        read: (key, range) => {
+          reads.push(key);
+          return inner.read(key, range);
+        },
+        stat: async (key) => {
+          const info = await inner.stat(key);
+          statted.push(key);
+          return info;
+        },
+        delete: (key) => inner.delete(key),
+        deletePrefix: (prefix) => inner.deletePrefix(prefix),
+        list: (prefix) => inner.list(prefix),
+      },
+    };
+  }
+
+  test('sizes of one original asked together are made in one batch, from one decode', async () => {
+    await ensureBuilt();
+    const pool = createThumbnailPool({ size: 1 });
+    try {
+      const name = 'batch_iiiiiiiiii.png';
+      await storeOriginal(name, twoTonePng);
+      const batches: number[] = [];
+      const renderBatch: ThumbnailBatchFunction = (input) => {
+        batches.push(input.specs.length);
+        return pool.renderBatch(input);
+      };
+      const cache = createThumbnailCache({ storage, renderBatch, logger: createMemoryLogger() });
+      const sizes = [[10, 10], [20, 0], [0, 30], [40, 40], [50, 20], [60, 60]] as const;
+      const results = await Promise.all(sizes.map(([w, h]) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(w, h) })));
+      // The first request starts alone; the five that arrive while it runs wait and go together.
+      expect(batches.reduce((a, b) => a + b, 0)).toBe(6);
+      expect(batches.length).toBeLessThanOrEqual(2);
+      for (const [index, result] of results.entries()) {
+        const image = await decode(await readStored(result!.key));
+        const [w, h] = sizes[index]!;
+        expect([image.bitmap.width, image.bitmap.height]).toEqual([w || Math.round((120 * h) / 80), h || Math.round((80 * w) / 120)]);
+      }
+    } finally {
+      await pool.close();
+    }
+  }, 120_000);
+
+  test('one batch per original at a time; waiting requests hold no original', async () => {
+    for (const name of ['one_jjjjjjjjjj.png', 'two_kkkkkkkkkk.png']) await storeOriginal(name, twoTonePng);
+    const gated = createGatedRenderer();
+    const counted = countReads(storage);
+    const cache = createThumbnailCache({ storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 2 });
+    const ask = (name: string, size: number) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(size, size) });
+    const first = ask('one_jjjjjjjjjj.png', 11);
+    await waitUntil(() => gated.started.length === 1);
+    // Same original while its batch runs: waits (a slot is free, but the original is busy).
+    const second = [ask('one_jjjjjjjjjj.png', 12), ask('one_jjjjjjjjjj.png', 13)];
+    const other = ask('two_kkkkkkkkkk.png', 14);
+    await waitUntil(() => gated.started.length === 2);
+    expect(gated.started.map((input) => input.specs.map((spec) => spec.width))).toEqual([[11], [14]]);
+    expect(counted.reads.filter((key) => !key.includes('/thumbs_'))).toHaveLength(2);
+    await gated.releaseWhen(2);
+    await Promise.all([first, other]);
+    await waitUntil(() => gated.started.length === 3);
+    expect(gated.started[2]!.specs.map((spec) => spec.width)).toEqual([12, 13]);
+    await gated.releaseWhen(1);
+    expect((await Promise.all(second)).map((result) => result?.key.split('/').pop())).toEqual(['12x12_one_jjjjjjjjjj.png', '13x13_one_jjjjjjjjjj.png']);
+    expect(gated.maxRunning()).toBe(2);
+  }, 60_000);
+
+  test('a full queue is a 503 thumbnail_queue_full; the queue drains and serves again', async () => {
+    const names = ['q1_llllllllll.png', 'q2_mmmmmmmmmm.png', 'q3_nnnnnnnnnn.png', 'q4_oooooooooo.png'];
+    for (const name of names) await storeOriginal(name, twoTonePng);
+    const gated = createGatedRenderer();
+    const counted = countReads(storage);
+    const cache = createThumbnailCache({ storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 1, maxQueue: 2 });
+    const ask = (name: string) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(15, 15) });
+    const running = ask(names[0]!);
+    await waitUntil(() => gated.started.length === 1);
+    const queued = [ask(names[1]!), ask(names[2]!)];
+    // Each request checks storage before it queues; wait until both have queued.
+    await waitUntil(() => counted.statted.filter((key) => key.includes('/thumbs_q2_') || key.includes('/thumbs_q3_')).length === 2);
+    const refused = ask(names[3]!);
+    await expect(refused).rejects.toBeInstanceOf(UnavailableError);
+    await expect(refused).rejects.toMatchObject({ status: 503, code: 'thumbnail_queue_full', message: expect.stringContaining('limits.maxThumbnailQueue') });
+    // The same thumbnail as a queued one shares its job instead of taking a place.
+    const shared = ask(names[1]!);
+    for (let i = 0; i < 3; i++) await gated.releaseWhen(1);
+    expect((await Promise.all([running, ...queued, shared])).every((result) => result !== undefined)).toBe(true);
+    const later = ask(names[3]!);
+    await gated.releaseWhen(1);
+    expect(await later).toBeDefined();
+  }, 60_000);
+
+  test('a file without listed sizes gets at most maxStoredPerFile thumbnails; then the original is served', async () => {
+    const name = 'bounded_pppppppppp.png';
+    await storeOriginal(name, twoTonePng);
+    const counter = countRenders();
+    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger(), maxStoredPerFile: 3 });
+    const ask = (size: number, sizesListed = false) =>
+      cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(size, size), sizesListed });
+    for (const size of [21, 22, 23]) expect(await ask(size)).toBeDefined();
+    expect(await ask(24)).toBeUndefined();
+    // Concurrent new sizes are bounded too: they go in one batch, cut at the room left.
+    expect(await Promise.all([ask(25), ask(26)])).toEqual([undefined, undefined]);
+    expect(await ask(22)).toBeDefined(); // stored ones are still served
+    const stored = [];
+    for await (const object of storage.list(`posts/${recordId}/thumbs_${name}`)) stored.push(object.key.split('/').pop());
+    expect(stored.sort()).toEqual([`21x21_${name}`, `22x22_${name}`, `23x23_${name}`]);
+    expect(counter.calls()).toBe(3);
+    // A field that lists its sizes is bounded by its list instead.
+    expect(await ask(27, true)).toBeDefined();
+  }, 60_000);
+
+  test('the pixel budget refuses a larger original and lets renders decode no more than it at once', async () => {
+    for (const name of ['px1_qqqqqqqqqq.png', 'px2_rrrrrrrrrr.png']) await storeOriginal(name, twoTonePng);
+    const pixelsEach = 120 * 80;
+    const logger = createMemoryLogger();
+    const refusing = countRenders();
+    const small = createThumbnailCache({ storage, render: refusing.render, logger, maxPixels: pixelsEach - 1 });
+    expect(await small.get({ collectionId, recordId, name: 'px1_qqqqqqqqqq.png', mimeType: 'image/png', spec: makeSpec(16, 16) })).toBeUndefined();
+    expect(refusing.calls()).toBe(0);
+    expect(logger.warnings.at(-1)).toContain('limits.maxThumbnailPixels');
+
+    // Room for one original at a time: two slots, but the second render waits for the first.
+    const gated = createGatedRenderer();
+    const cache = createThumbnailCache({ storage, renderBatch: gated.renderBatch, logger, concurrency: 2, maxPixels: pixelsEach + pixelsEach / 2 });
+    const both = ['px1_qqqqqqqqqq.png', 'px2_rrrrrrrrrr.png'].map((name) =>
+      cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(17, 17) }),
+    );
+    await gated.releaseWhen(1);
+    await gated.releaseWhen(1);
+    expect((await Promise.all(both)).every((result) => result !== undefined)).toBe(true);
+    expect(gated.maxRunning()).toBe(1);
+  }, 60_000);
 });

@@ -80,3 +80,39 @@ export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOp
     },
   };
 }
+
+/** A router started beside a test app (see startSiblingRouter). */
+export interface SiblingRouter {
+  readonly http: supertest.Agent;
+  close(): Promise<void>;
+}
+
+/**
+ * Another router on the same database and dataDir (so the same files) as `app`, with other
+ * options, on its own port: how a test tries other limits without a second database.
+ */
+export async function startSiblingRouter(app: TestApp, options: Omit<RecordsRouterOptions, 'database' | 'dataDir'>): Promise<SiblingRouter> {
+  const router = createRecordsRouter({
+    auth: (token) => TEST_IDENTITIES[token] ?? null,
+    logger: createMemoryLogger(),
+    fileSweep: false,
+    fileTokenSecret: TEST_FILE_TOKEN_SECRET,
+    thumbnailWorkers: 1,
+    ...options,
+    dataDir: app.dataDir,
+    database: app.database.db,
+  });
+  await router.ready;
+  const host = express();
+  host.use('/backend', router);
+  const server = await new Promise<Server>((resolve) => {
+    const s = host.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    http: supertest.agent(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await router.close();
+    },
+  };
+}
