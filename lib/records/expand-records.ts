@@ -1,8 +1,8 @@
 import { BadRequestError, ForbiddenError } from '../errors.js';
-import type { RecordStore, RecordValues } from '../db/record-store.js';
-import type { SqlFragment } from '../query/sql-fragment.js';
+import { RECORD_ALIAS, type RecordStore, type RecordValues } from '../db/record-store.js';
+import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../query/sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
-import { resolveRelation } from '../query/resolve-relation.js';
+import { resolveRelation, type ResolvedRelation } from '../query/resolve-relation.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileRule } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
@@ -128,6 +128,48 @@ function indexByParent(related: readonly ExpandNode[], field: string): Map<strin
   return byParent;
 }
 
+/**
+ * Rows read per query. A level is read in chunks so that no single step (the driver's rows,
+ * turning them into records) holds the event loop for long, and so that reading stops as soon
+ * as the level is known to be over the limit.
+ */
+const READ_CHUNK = 1000;
+
+/**
+ * The related rows of one relation for `items`, in the order expansion shows them (stored order
+ * for a forward relation, created order for a back-relation). Every row read appears at least
+ * once in the response, so reading one row more than the budget has left already means "over":
+ * it refuses then (BadRequestError) without reading the rest.
+ */
+async function readRelated(
+  run: ExpandRun,
+  options: { relation: ResolvedRelation; target: CollectionSchema; items: readonly ExpandNode[]; where: readonly SqlFragment[] },
+): Promise<RecordValues[]> {
+  const { relation, target, items, where } = options;
+  const cap = run.budget.recordsLeft + 1;
+  const rows: RecordValues[] = [];
+  if (relation.kind === 'field') {
+    const ids = [...new Set(items.flatMap((item) => idsOf(item.values[relation.field.name])))];
+    for (let start = 0; start < ids.length && rows.length < cap; start += READ_CHUNK) {
+      const chunk = await run.store.selectByIds({ collection: target, ids: ids.slice(start, start + READ_CHUNK), where, limit: cap - rows.length });
+      rows.push(...chunk);
+    }
+  } else {
+    const parentIds = items.map((item) => String(item.values.id));
+    for (let last: RecordValues | undefined; rows.length < cap; ) {
+      const limit = Math.min(READ_CHUNK, cap - rows.length);
+      // Keyset paging in the query's own order (created, id): stable while rows are added.
+      const after = last ? [sql`(${rawSql(`${quoteIdent(RECORD_ALIAS)}."created"`)}, ${rawSql(`${quoteIdent(RECORD_ALIAS)}."id"`)}) > (${bindValue(last.created, 'timestamptz')}, ${bindValue(last.id, 'text')})`] : [];
+      const chunk = await run.store.selectByRelation({ collection: target, field: relation.field, ids: parentIds, where: [...where, ...after], limit });
+      rows.push(...chunk);
+      if (chunk.length < limit) break;
+      last = chunk[chunk.length - 1];
+    }
+  }
+  if (rows.length >= cap) run.budget.addRecords(cap);
+  return rows;
+}
+
 async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: readonly ExpandNode[], tree: ExpandTree): Promise<void> {
   const showHidden = isSuperuser(run.caller);
   for (const [name, subtree] of tree) {
@@ -136,14 +178,8 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const target = relation.kind === 'field' ? relation.target : relation.collection;
     const where = viewConditions(run, target);
     if (!where) continue;
-    // Every row read appears at least once, so one row more than is left already means "over".
-    const limit = run.budget.recordsLeft + 1;
-    const rows =
-      relation.kind === 'field'
-        ? await run.store.selectByIds({ collection: target, ids: [...new Set(items.flatMap((i) => idsOf(i.values[relation.field.name])))], where, limit })
-        : await run.store.selectByRelation({ collection: target, field: relation.field, ids: items.map((i) => String(i.values.id)), where, limit });
+    const rows = await readRelated(run, { relation, target, items, where });
     if (rows.length === 0) continue;
-    if (rows.length === limit) run.budget.addRecords(limit);
     const related: ExpandNode[] = rows.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }), copies: 0 }));
     const byId = relation.kind === 'field' ? new Map(related.map((node) => [String(node.values.id), node])) : undefined;
     const byParent = relation.kind === 'back' ? indexByParent(related, relation.field.name) : undefined;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 import { testEngines } from '../support/test-database.js';
 
-const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
 
 /**
  * Dates outside the years 0001-9999 (issue 10): Postgres has no year 0 and the record format no
@@ -13,7 +13,7 @@ describe.each(testEngines())('date range on %s', (engine) => {
   const api = (path: string) => `/backend/api/collections/${path}`;
 
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections: [{ name: 'events', fields: [{ name: 'at', type: 'date' }], rules: OPEN }] });
+    app = await startTestApp(engine, { collections: [{ name: 'events', fields: [{ name: 'at', type: 'date' }], rules: OPEN_RULES }] });
   });
   afterAll(async () => {
     await app?.close();
