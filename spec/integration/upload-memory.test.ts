@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileCollections, listFilesUnder } from '../support/file-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
+import { measurePeakGrowth } from '../support/measure-peak-growth.js';
 
 const MIB = 1024 * 1024;
 const APP_START_TIMEOUT = 90_000;
@@ -37,22 +38,6 @@ function uploadGenerated(app: TestApp, options: { files: number; fileSize: numbe
     }
     write().catch(reject);
   });
-}
-
-/** Samples the resident set size every 10 ms while `work` runs; resolves with the peak growth in bytes. */
-async function measurePeakGrowth(work: () => Promise<unknown>): Promise<number> {
-  global.gc?.();
-  const base = process.memoryUsage().rss;
-  let peak = base;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 10);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-  }
-  return Math.max(peak, process.memoryUsage().rss) - base;
 }
 
 describe.each(testEngines())('uploads stream on %s: memory stays flat', (engine) => {

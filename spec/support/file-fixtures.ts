@@ -63,7 +63,7 @@ export function storedNamePattern(stem: string, extension: string): RegExp {
  * A real RGB PNG whose top half is red and bottom half blue (so crops can be told apart), made
  * without an image library; shared with the benchmark, which needs the same pictures.
  */
-export { makePng } from '../../bench/png.js';
+export { makeLargePng, makePng } from '../../bench/png.js';
 
 /** Every file under `root`, as relative paths, sorted; [] when the folder does not exist. */
 export function listFilesUnder(root: string): string[] {
