@@ -1,5 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import express from 'express';
@@ -120,16 +120,30 @@ describe('router lifecycle', () => {
     expect(() => resolveOptions({ collections: [], fileSweep: { intervalMs: -5 } }, {})).toThrow(/fileSweep.intervalMs/);
     const defaults = resolveOptions({ collections: [] }, {});
     expect(defaults).toMatchObject({ multipartUpdate: 'replace', fileSweep: { intervalMs: 6 * 3600_000, minAgeMs: 24 * 3600_000 } });
-    expect(defaults.thumbnailWorkers).toBeGreaterThanOrEqual(1);
+    expect(defaults.thumbnailWorkers).toBe(Math.min(os.availableParallelism(), 4));
     expect(resolveOptions({ collections: [], fileSweep: false }, {}).fileSweep).toBe(false);
   });
 
   test('limits come from the environment unless given, and malformed values are refused', () => {
-    expect(resolveOptions({ collections: [] }, {}).limits).toEqual({ maxFileSize: 5 * 1024 * 1024, maxBodySize: 10 * 1024 * 1024, maxPerPage: 1000 });
+    expect(resolveOptions({ collections: [] }, {}).limits).toEqual({
+      maxFileSize: 5 * 1024 * 1024,
+      maxBodySize: 10 * 1024 * 1024,
+      maxPerPage: 1000,
+      maxExpandRecords: 10_000,
+      maxExpandBytes: 16 * 1024 * 1024,
+      maxThumbnailQueue: 100,
+      maxThumbnailPixels: 24_000_000,
+      maxThumbnailsPerFile: 10,
+    });
     expect(resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '100', SERVICE_MAX_BODY_SIZE: '200' }).limits).toMatchObject({ maxFileSize: 100, maxBodySize: 200 });
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 7 } }, { SERVICE_MAX_BODY_SIZE: '200' }).limits.maxBodySize).toBe(7);
     expect(() => resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '5MB' })).toThrow(/SERVICE_MAX_FILE_SIZE/);
     expect(() => resolveOptions({ collections: [], limits: { maxPerPage: 0 } }, {})).toThrow(/maxPerPage/);
+    for (const name of ['maxExpandRecords', 'maxExpandBytes', 'maxThumbnailQueue', 'maxThumbnailPixels', 'maxThumbnailsPerFile'] as const) {
+      expect(() => resolveOptions({ collections: [], limits: { [name]: 0 } }, {})).toThrow(`limits.${name} must be a positive integer`);
+      expect(() => resolveOptions({ collections: [], limits: { [name]: 1.5 } }, {})).toThrow(`limits.${name} must be a positive integer`);
+      expect(resolveOptions({ collections: [], limits: { [name]: 3 } }, {}).limits[name]).toBe(3);
+    }
   });
 
   test('close() is idempotent and leaves a database passed in open', async () => {
