@@ -28,6 +28,11 @@ const MAX_LAG_MS_BY_ENGINE = { postgres: MAX_LAG_MS, pglite: 1000 };
  * measured alongside, whichever is larger; the unbounded expansions blocked for seconds.
  */
 const LAG_RATIO_TO_PAGE = 2;
+/**
+ * Runs of each measured request; the least of their worst blocks counts. In the full suite on a
+ * shared 2-core machine a garbage collection of 100-130 ms landed in one run of two now and then.
+ */
+const LAG_RUNS = 3;
 /** Nodes in the seeded graph: enough that every attack below would go far over its limit. */
 const NODE_COUNT = 20_000;
 /** Children per node in the parent tree (node i's parent is (i - 1) / FAN_OUT). */
@@ -98,7 +103,7 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
     test.each(shapes)('%s answers quickly, without blocking the event loop', async (_label, text, expected) => {
       const created = await app.http.post(api('texts/records')).send({ name: text });
       expect(created.status).toBe(200);
-      const { results, leastMaxLagMs } = await measureLeastEventLoopLag(2, () => app.http.get(api(`texts/records/${created.body.id}?fields=name:excerpt(10)`)));
+      const { results, leastMaxLagMs } = await measureLeastEventLoopLag(LAG_RUNS, () => app.http.get(api(`texts/records/${created.body.id}?fields=name:excerpt(10)`)));
       for (const result of results) {
         expect(result.status).toBe(200);
         expect(result.body).toEqual({ name: expected });
@@ -107,7 +112,7 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
     }, 60_000);
 
     test('a list of such records with :excerpt stays responsive', async () => {
-      const { results, leastMaxLagMs } = await measureLeastEventLoopLag(2, () => app.http.get(api('texts/records?perPage=100&fields=id,name:excerpt(10,true)')));
+      const { results, leastMaxLagMs } = await measureLeastEventLoopLag(LAG_RUNS, () => app.http.get(api('texts/records?perPage=100&fields=id,name:excerpt(10,true)')));
       for (const result of results) {
         expect(result.status).toBe(200);
         expect(result.body.items.length).toBeGreaterThanOrEqual(7);
@@ -139,9 +144,9 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
       const perPage = /perPage=(\d+)/.exec(query)![1];
       const pageLags: number[] = [];
       const attackLags: number[] = [];
-      // Twice each: a garbage collection or another process can stall any single request on a
-      // busy machine; a request that blocks by itself does so every time.
-      for (let round = 0; round < 2; round++) {
+      // Three times each: a garbage collection or another process can stall any single request
+      // on a busy machine; a request that blocks by itself does so every time.
+      for (let round = 0; round < LAG_RUNS; round++) {
         const page = await measureEventLoopLag(() => app.http.get(api(`nodes/records?skipTotal=1&perPage=${perPage}`)));
         expect(page.result.status).toBe(200);
         pageLags.push(page.maxLagMs);
