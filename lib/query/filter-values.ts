@@ -6,7 +6,7 @@
  */
 import { readBool, readNumber, readScalarString } from '../schema/coerce-value.js';
 import type { StorageKind } from '../schema/collection-schema.js';
-import { formatRecordDate } from '../schema/record-date.js';
+import { formatRecordDate, isRecordYear } from '../schema/record-date.js';
 import { parseDateLiteral } from './date-literal.js';
 
 /** What coerceFilterValue returns for a value that cannot be read as the target type. */
@@ -27,7 +27,8 @@ export function coerceFilterValue(value: unknown, target: StorageKind): unknown 
     case 'bool':
       return readBool(value) ?? INVALID;
     case 'date': {
-      if (value instanceof Date) return Number.isNaN(value.getTime()) ? INVALID : value.toISOString();
+      // A host's Date outside the years a record can hold would reach Postgres as is (a 500).
+      if (value instanceof Date) return Number.isNaN(value.getTime()) || !isRecordYear(value.getUTCFullYear()) ? INVALID : value.toISOString();
       if (typeof value !== 'string') return INVALID;
       const date = parseDateLiteral(value);
       return date ? date.toISOString() : INVALID;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { compileFilter } from '../../../lib/query/compile-filter.js';
-import { guest, postsContext } from './query-test-schema.js';
+import { alice, guest, postsContext } from './query-test-schema.js';
 
 /**
  * Filter string -> exact {sql, bindings}, as a normal user on posts (alias "r", request = alice,
@@ -155,5 +155,14 @@ describe('placeholders and bindings', () => {
     const { sql, bindings } = compileFilter(filter, postsContext({ mode: 'rule' }));
     expect(sql.split('?').length - 1).toBe(bindings.length);
     expect(sql).not.toContain('??');
+  });
+});
+
+describe('host-supplied dates in @request values', () => {
+  test('a Date outside 0001-9999 reads as NULL (never matches) instead of reaching Postgres', () => {
+    const request = { ...alice, auth: { id: 'alice0000000001', since: new Date(Date.UTC(-5, 0, 1)) } };
+    expect(compileFilter('publishedAt > @request.auth.since', postsContext({ request })).bindings).toEqual([null]);
+    const ok = { ...alice, auth: { id: 'alice0000000001', since: new Date(Date.UTC(2024, 0, 1)) } };
+    expect(compileFilter('publishedAt > @request.auth.since', postsContext({ request: ok })).bindings).toEqual(['2024-01-01T00:00:00.000Z']);
   });
 });
