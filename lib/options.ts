@@ -13,7 +13,7 @@ import { DEFAULT_EXPAND_LIMITS } from './records/expand-records.js';
 import type { RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 
-/** Size and paging limits. */
+/** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
   /** Largest single uploaded file, in bytes (413 above). Default: SERVICE_MAX_FILE_SIZE or 5 MiB. */
   maxFileSize: number;
@@ -43,6 +43,16 @@ export interface Limits {
    * original. Default 10.
    */
   maxThumbnailsPerFile: number;
+  /**
+   * Longest a database statement of a request may run, in milliseconds; past it the statement is
+   * cancelled and the request answers 400 `statement_timeout`. Default 5000.
+   */
+  statementTimeoutMs: number;
+  /**
+   * Longest a request waits for a database connection, in milliseconds (the pool is busy, or the
+   * database does not answer); past it the request answers 503. Default 3000.
+   */
+  acquireTimeoutMs: number;
 }
 
 /** The options of `createRecordsRouter` (docs/configuration.md). */
@@ -149,6 +159,15 @@ function checkPositiveInteger(name: string, value: unknown): number {
   return value;
 }
 
+/** Node's timers take at most 2^31-1 ms (about 24.8 days); a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function checkDuration(name: string, value: unknown): number {
+  const ms = checkPositiveInteger(name, value);
+  if (ms > MAX_TIMER_MS) throw new TypeError(`${name} must be at most ${MAX_TIMER_MS} milliseconds`);
+  return ms;
+}
+
 /**
  * Fills in defaults. Limits come from the environment (read once, here, at router creation)
  * unless given explicitly; a malformed value throws rather than silently falling back.
@@ -194,6 +213,8 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
       maxThumbnailQueue: checkPositiveInteger('limits.maxThumbnailQueue', limits.maxThumbnailQueue ?? DEFAULT_THUMBNAIL_LIMITS.maxQueue),
       maxThumbnailPixels: checkPositiveInteger('limits.maxThumbnailPixels', limits.maxThumbnailPixels ?? DEFAULT_THUMBNAIL_LIMITS.maxPixels),
       maxThumbnailsPerFile: checkPositiveInteger('limits.maxThumbnailsPerFile', limits.maxThumbnailsPerFile ?? DEFAULT_THUMBNAIL_LIMITS.maxStoredPerFile),
+      statementTimeoutMs: checkDuration('limits.statementTimeoutMs', limits.statementTimeoutMs ?? 5000),
+      acquireTimeoutMs: checkDuration('limits.acquireTimeoutMs', limits.acquireTimeoutMs ?? 3000),
     },
   };
 }

@@ -1,7 +1,11 @@
-import express, { type Router } from 'express';
+import { AsyncResource } from 'node:async_hooks';
+import express, { type RequestHandler, type Router } from 'express';
 import type { Knex } from 'knex';
 import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from './auth/file-token.js';
 import { UnavailableError } from './errors.js';
+import { installStatementBounds } from './db/bound-statements.js';
+import { checkDatabaseConnection } from './db/check-database-connection.js';
+import { runWithDatabaseContext } from './db/database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
@@ -19,7 +23,7 @@ import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
 import { createRecordsRoutes } from './http/records-routes.js';
-import { resolveOptions, type RecordsRouterOptions } from './options.js';
+import { resolveOptions, type Limits, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
 import { RecordService } from './records/record-service.js';
 import { checkHooks, HookRunner } from './records/record-hooks.js';
@@ -60,7 +64,9 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   let sweeper: { stop(): Promise<void> } | undefined;
 
   const ready = (async () => {
+    if (database) checkDatabaseConnection(database);
     database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
+    installStatementBounds(database);
     await syncDatabaseSchema(database, registry.collections);
     const fileTokens = createFileTokens({
       secret: await loadFileTokenSecret({
@@ -147,8 +153,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     return apiDeps!;
   }
 
-  const router = express.Router() as RecordsRouter;
-  router.use(async (req, res, next) => {
+  const inner = express.Router();
+  inner.use(async (req, res, next) => {
     try {
       await ready;
     } catch {
@@ -156,7 +162,9 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     }
     routes!(req, res, next);
   });
-  router.use(createErrorMiddleware(logger));
+  inner.use(createErrorMiddleware(logger));
+  const router = express.Router() as RecordsRouter;
+  router.use(bindDatabaseContext(resolved.limits, inner));
 
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'api', { value: createRecordsApi(apiDepsAfterReady), enumerable: true });
@@ -171,4 +179,21 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     return closing;
   };
   return router;
+}
+
+/**
+ * Runs `inner` for each request under a database context (lib/db/database-context.ts): its
+ * statements are bounded by the limits and cancelled once the client has gone (the response
+ * closed before it was finished). A request `inner` does not serve goes on to the host's next
+ * handler outside that context, so the host's own routes keep their own database rules.
+ */
+function bindDatabaseContext(limits: Limits, inner: Router): RequestHandler {
+  return (req, res, next) => {
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    const leave = AsyncResource.bind(next);
+    runWithDatabaseContext({ statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: controller.signal }, () => inner(req, res, leave));
+  };
 }

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
+import { acquireDataDirLock } from './data-dir-lock.js';
+import { EmbeddedKnexClient } from './embedded-knex-client.js';
 
 /** Where the embedded database of a `dataDir` lives: one rule for the router and the CLI. */
 export function embeddedDatabaseDir(dataDir: string): string {
@@ -10,23 +11,28 @@ export function embeddedDatabaseDir(dataDir: string): string {
 
 /**
  * Opens the embedded Postgres (PGlite) persisted in `directory`, behind a Knex instance so the
- * rest of the library speaks one dialect whatever the engine. PGlite is single-connection: Knex's
- * pool is fixed at one, so statements (and transactions) run one at a time.
+ * rest of the library speaks one dialect whatever the engine. PGlite runs in a worker thread
+ * (embedded-knex-client.ts), so its statements never run on the event loop.
+ *
+ * Takes the folder's lock first: throws, naming the folder and the holder (pid, host), when
+ * another process or router has it open. `destroy()` on the returned Knex releases it.
  */
 export function openEmbeddedDatabase(directory: string): Knex {
-  mkdirSync(directory, { recursive: true });
-  return knexFactory({
-    client: ClientPgLite as unknown as typeof Knex.Client,
-    dialect: 'postgres',
-    connection: { filename: directory } as Knex.StaticConnectionConfig,
-  });
+  const lock = acquireDataDirLock(directory);
+  try {
+    mkdirSync(directory, { recursive: true });
+    return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: { directory, lock } } as Knex.Config);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
 }
 
-/** An in-memory embedded database, for tests and throwaway demos. */
+/**
+ * An in-memory embedded database, for tests and throwaway demos, also in a worker thread. Its
+ * statements cannot be cut short (that would lose the database): a timeout answers the caller
+ * while the statement runs on to its end in the worker.
+ */
 export function openMemoryDatabase(): Knex {
-  return knexFactory({
-    client: ClientPgLite as unknown as typeof Knex.Client,
-    dialect: 'postgres',
-    connection: {} as Knex.StaticConnectionConfig,
-  });
+  return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: {} } as Knex.Config);
 }

@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import type { Knex } from 'knex';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
 import { formatRecordDate } from '../schema/record-date.js';
@@ -20,7 +21,9 @@ function readValue(field: FieldSchema, raw: unknown): unknown {
     if (field.storage === 'bool') return false;
     return null;
   }
-  if (field.storage === 'date') return formatRecordDate(raw instanceof Date ? raw : new Date(String(raw)));
+  // isDate, not instanceof: the embedded engine's rows come from its worker thread, which under a
+  // test runner's vm context is another realm; String(date) would drop the milliseconds.
+  if (field.storage === 'date') return formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
   if (field.storage === 'number') return typeof raw === 'number' ? raw : Number(raw);
   return raw;
 }
@@ -60,6 +63,20 @@ function tableOf(collection: CollectionSchema): string {
 function applyWhere(query: Knex.QueryBuilder, where: readonly SqlFragment[]): Knex.QueryBuilder {
   for (const fragment of where) query.whereRaw(`(${fragment.sql})`, fragment.bindings as Knex.RawBinding[]);
   return query;
+}
+
+/**
+ * `column = ANY(ids)`, the ids bound as one text[] parameter: one placeholder however many ids
+ * there are. (One placeholder per id, as whereIn makes, stops at the protocol's 65,535
+ * parameters, and a bulk delete may select more records than that.) `column` is quoted SQL.
+ */
+function whereAnyOf(query: Knex.QueryBuilder, column: string, ids: readonly string[]): Knex.QueryBuilder {
+  return query.whereRaw(`${column} = ANY(?::text[])`, [[...ids]]);
+}
+
+/** The quoted `r.<column>` of a record statement. */
+function aliased(column: string): string {
+  return `${q(RECORD_ALIAS)}.${q(column)}`;
 }
 
 /**
@@ -110,10 +127,7 @@ export class RecordStore {
    */
   async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[]; limit?: number }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
-    const query = applyWhere(
-      this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)).whereIn(`${RECORD_ALIAS}.id`, [...options.ids]),
-      options.where ?? [],
-    );
+    const query = applyWhere(whereAnyOf(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), aliased('id'), options.ids), options.where ?? []);
     if (options.limit !== undefined) query.limit(options.limit);
     const rows: Record<string, unknown>[] = await query;
     return rows.map((row) => readRow(options.collection, row));
@@ -122,7 +136,7 @@ export class RecordStore {
   /** The subset of `ids` that exist in the collection (relation checks). */
   async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows: { id: string }[] = await this.db.select('id').from(collection.table).whereIn('id', [...ids]);
+    const rows: { id: string }[] = await whereAnyOf(this.db.select('id').from(collection.table), q('id'), ids);
     return new Set(rows.map((r) => r.id));
   }
 
@@ -140,13 +154,10 @@ export class RecordStore {
     limit?: number;
   }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
-    const column = `${q(RECORD_ALIAS)}.${q(options.field.column)}`;
+    const column = aliased(options.field.column);
     const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where ?? []);
-    if (options.field.multiple) {
-      query.whereRaw(`jsonb_exists_any(${column}, ARRAY[${options.ids.map(() => '?').join(', ')}]::text[])`, [...options.ids]);
-    } else {
-      query.whereIn(`${RECORD_ALIAS}.${options.field.column}`, [...options.ids]);
-    }
+    if (options.field.multiple) query.whereRaw(`jsonb_exists_any(${column}, ?::text[])`, [[...options.ids]]);
+    else whereAnyOf(query, column, options.ids);
     if (options.lock) query.forUpdate(RECORD_ALIAS);
     else query.orderBy([`${RECORD_ALIAS}.created`, `${RECORD_ALIAS}.id`]);
     if (options.limit !== undefined) query.limit(options.limit);
@@ -175,7 +186,7 @@ export class RecordStore {
   /** Deletes records by id; returns how many went. */
   async deleteByIds(collection: CollectionSchema, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return this.db(collection.table).whereIn('id', [...ids]).delete();
+    return whereAnyOf(this.db(collection.table), q('id'), ids).delete();
   }
 
   /** The records matching every `where` fragment, locked until the transaction ends (bulk delete's selection). */

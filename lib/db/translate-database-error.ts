@@ -1,7 +1,14 @@
-import { BadRequestError, ConflictError, UnavailableError } from '../errors.js';
+import { BadRequestError, ConflictError, UnavailableError, type RecordbaseError } from '../errors.js';
+import { StatementInterruptedError } from './bound-statements.js';
 
-/** SQLSTATE classes and codes that mean "the database cannot serve us right now". */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006', '08P01']);
+/**
+ * SQLSTATEs that mean "the database cannot serve us right now": the server shutting down or
+ * starting, out of connections, or the connection broken. Any other SQLSTATE is a statement the
+ * database refused, however its message reads: never "unavailable".
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006']);
+/** query_canceled: a statement timeout (ours or the server's statement_timeout) or a cancel request. */
+const QUERY_CANCELED = '57014';
 /** Node socket errors seen when the server is down or the connection broke. */
 const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
@@ -13,14 +20,53 @@ interface DriverError {
   constraint?: unknown;
 }
 
+/** A five-character SQLSTATE, as Postgres and PGlite report a statement's failure. */
+function sqlState(err: DriverError): string | undefined {
+  return typeof err.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code) ? err.code : undefined;
+}
+
 /** True when the error says the database is unreachable (as opposed to a bad statement). */
 export function isUnavailableError(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   const e = err as DriverError;
-  if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATES.has(e.code) || UNAVAILABLE_ERRNOS.has(e.code))) return true;
+  // Socket errors first: EPIPE has the shape of a SQLSTATE.
+  if (typeof e.code === 'string' && UNAVAILABLE_ERRNOS.has(e.code)) return true;
+  const state = sqlState(e);
+  if (state !== undefined) return UNAVAILABLE_SQLSTATES.has(state);
   if (e.name === 'KnexTimeoutError') return true;
+  // Without a SQLSTATE, the driver's own messages about the connection. (Knex prefixes the
+  // statement to the message, so only errors without a SQLSTATE may be judged by their text.)
   const message = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|Client has encountered a connection error|connect ECONNREFUSED|Connection ended|terminating connection|the database system is (starting up|shutting down)|PGlite is closed/i.test(message);
+  return /Connection terminated|Client has encountered a connection error|connect ECONNREFUSED|Connection ended|the embedded database (worker|could not open|is closed)|in-memory embedded database|PGlite is closed/i.test(message);
+}
+
+const UNAVAILABLE_MESSAGE = 'The database is unavailable. Try again later.';
+
+/** The client's error for a statement recordbase stopped or never started (bound-statements.ts). */
+function translateInterruption(err: StatementInterruptedError): RecordbaseError {
+  switch (err.reason) {
+    case 'timeout':
+      return statementTimeout(err, `${err.limitMs} ms, limits.statementTimeoutMs`);
+    case 'busy':
+      return new UnavailableError(
+        `The database is busy: no connection became free within ${err.limitMs} ms (limits.acquireTimeoutMs). Try again later.`,
+        'database_busy',
+        err,
+      );
+    case 'aborted':
+      return new BadRequestError('The request was abandoned by its client before it finished.', 'request_aborted', err);
+    case 'unresponsive':
+      return new UnavailableError(UNAVAILABLE_MESSAGE, 'database_unavailable', err);
+  }
+}
+
+function statementTimeout(cause: unknown, limit: string): BadRequestError {
+  return new BadRequestError(
+    `The request needed a database statement that ran longer than the statement timeout (${limit}) and was cancelled. ` +
+      'Narrow the filter, sort or expand, or ask for fewer records.',
+    'statement_timeout',
+    cause,
+  );
 }
 
 /** The index (constraint) name of a unique violation, or undefined for any other error. */
@@ -44,13 +90,16 @@ const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
  * unchanged for the caller (and finally the error middleware, as a generic 500).
  */
 export function translateDatabaseError(err: unknown): unknown {
-  if (isUnavailableError(err)) return new UnavailableError('The database is unavailable. Try again later.', 'database_unavailable', err);
-  const code = err && typeof err === 'object' ? (err as DriverError).code : undefined;
+  if (err instanceof StatementInterruptedError) return translateInterruption(err);
+  if (isUnavailableError(err)) return new UnavailableError(UNAVAILABLE_MESSAGE, 'database_unavailable', err);
+  const code = err && typeof err === 'object' ? sqlState(err as DriverError) : undefined;
   if (code === '40P01' || code === '40001') {
     return new ConflictError('The write conflicted with a concurrent one (a deadlock or serialization failure) and was undone; try again.', 'write_conflict', err);
   }
-  if (typeof code === 'string' && NUL_IN_TEXT_SQLSTATES.has(code)) {
+  if (code !== undefined && NUL_IN_TEXT_SQLSTATES.has(code)) {
     return new BadRequestError('Text values cannot contain NUL (U+0000) characters.', 'invalid_character', err);
   }
+  // The server's own statement_timeout (set by the host on its connections) fired first.
+  if (code === QUERY_CANCELED && /statement timeout/i.test(String((err as DriverError).message))) return statementTimeout(err, "the database's statement_timeout");
   return err;
 }

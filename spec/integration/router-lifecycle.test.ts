@@ -69,6 +69,19 @@ describe('router lifecycle', () => {
     await database.destroy();
   });
 
+  test('a Knex without connection settings (DATABASE_URL unset): ready rejects saying so, requests get it as 503', async () => {
+    const database = knexFactory({ client: 'pg', connection: process.env.RB_UNSET_DATABASE_URL });
+    const router = createRecordsRouter({ collections: notes, database, logger: createMemoryLogger() });
+    await expect(router.ready).rejects.toThrow('The Knex instance given as `database` has no connection settings (its `connection` is undefined; is DATABASE_URL set?)');
+    const { http, server } = await serve(router);
+    const res = await http.get('/backend/api/collections/notes/records');
+    expect(res.status).toBe(503);
+    expect(res.body.message).toContain('recordbase could not start: The Knex instance given as `database` has no connection settings');
+    server.close();
+    await router.close();
+    await database.destroy();
+  });
+
   test('an unsafe schema change: ready rejects with a message naming collection and field; requests get it as 503', async () => {
     const first = createRecordsRouter({ collections: notes, dataDir: dir, logger: createMemoryLogger() });
     await first.ready;
@@ -134,6 +147,8 @@ describe('router lifecycle', () => {
       maxThumbnailQueue: 100,
       maxThumbnailPixels: 24_000_000,
       maxThumbnailsPerFile: 10,
+      statementTimeoutMs: 5000,
+      acquireTimeoutMs: 3000,
     });
     expect(resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '100', SERVICE_MAX_BODY_SIZE: '200' }).limits).toMatchObject({ maxFileSize: 100, maxBodySize: 200 });
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 7 } }, { SERVICE_MAX_BODY_SIZE: '200' }).limits.maxBodySize).toBe(7);
@@ -144,6 +159,8 @@ describe('router lifecycle', () => {
       expect(() => resolveOptions({ collections: [], limits: { [name]: 1.5 } }, {})).toThrow(`limits.${name} must be a positive integer`);
       expect(resolveOptions({ collections: [], limits: { [name]: 3 } }, {}).limits[name]).toBe(3);
     }
+    expect(() => resolveOptions({ collections: [], limits: { statementTimeoutMs: 0 } }, {})).toThrow(/limits.statementTimeoutMs must be a positive integer/);
+    expect(() => resolveOptions({ collections: [], limits: { acquireTimeoutMs: 2 ** 31 } }, {})).toThrow(/limits.acquireTimeoutMs must be at most 2147483647 milliseconds/);
   });
 
   test('close() is idempotent and leaves a database passed in open', async () => {

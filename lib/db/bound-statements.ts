@@ -1,0 +1,208 @@
+import type { Knex } from 'knex';
+import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
+import { currentDatabaseContext, type DatabaseContext } from './database-context.js';
+
+/** Why a statement did not run to its end (see `StatementInterruptedError`). */
+export type InterruptionReason = 'timeout' | 'aborted' | 'unresponsive' | 'busy';
+
+/**
+ * A statement that recordbase stopped, or never started: over the statement timeout (`timeout`),
+ * abandoned by its client (`aborted`), sent to a database that did not even answer the cancel
+ * (`unresponsive`), or never given a connection within the acquire timeout (`busy`).
+ * translateDatabaseError turns it into the client's error.
+ */
+export class StatementInterruptedError extends Error {
+  constructor(
+    readonly reason: InterruptionReason,
+    /** The limit that was reached, in milliseconds (for `timeout` and `busy`). */
+    readonly limitMs?: number,
+  ) {
+    super(`statement ${reason}${limitMs === undefined ? '' : ` (${limitMs} ms)`}`);
+    this.name = 'StatementInterruptedError';
+  }
+}
+
+/**
+ * A statement whose client left is cancelled once it has run this long. Shorter ones finish: for
+ * the embedded engine a cancel restarts its worker (about half a second), dearer than a short
+ * statement; on Postgres it costs a connection to the server.
+ */
+export const ABANDONED_STATEMENT_GRACE_MS = 500;
+
+/**
+ * After a cancel, how long a statement may take to end before its connection is dropped: a
+ * database that does not answer a cancel this quickly is treated as unreachable.
+ */
+export const CANCEL_GRACE_MS = 2_000;
+
+/** Knex's client as this module uses it; `_query` and `cancelQuery` are Knex internals every dialect has. */
+interface BoundableClient {
+  constructor: unknown;
+  _query(connection: unknown, obj: unknown): Promise<unknown>;
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(connection: unknown): Promise<void>;
+  cancelQuery?(connection: unknown): Promise<unknown>;
+  canCancelQuery?: boolean;
+  /** The Postgres driver Knex loaded (`pg`): its protocol `Connection` sends cancel requests. */
+  driver?: { Connection?: ProtocolConnectionClass } | null;
+  /** The embedded client's cancel (embedded-knex-client.ts): false when the statement cannot be stopped. */
+  cancelStatement?(connection: unknown, reason: Error): Promise<boolean>;
+  [installed]?: true;
+}
+
+const installed = Symbol('recordbase.statementBounds');
+
+/**
+ * Statements that run even for a client that left: they end a transaction. Refusing one would
+ * leave the transaction open on a connection the pool hands to the next request (Knex does not
+ * roll back after a failed COMMIT).
+ */
+const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
+
+/**
+ * Makes every statement that `db` runs under a database context (lib/db/database-context.ts)
+ * bounded by it: cancelled past `statementTimeoutMs` or once its client has gone, refused when
+ * no connection is free within `acquireTimeoutMs`. Statements outside a context (the schema
+ * sync, the sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex
+ * client; it adds no round trip: a timer per statement, and a cancel only when one is due.
+ *
+ * How a statement is stopped depends on the engine: on Postgres, a protocol cancel request
+ * (cancel-postgres-statement.ts), and if the statement has not ended
+ * CANCEL_GRACE_MS later its connection is dropped and the caller gets `unresponsive`; on the
+ * embedded engine, the worker is terminated (on disk) or the caller is answered while the
+ * statement runs on (in memory).
+ */
+export function installStatementBounds(db: Knex): void {
+  const client = db.client as unknown as BoundableClient;
+  if (client[installed]) return;
+  // A subclass of the client's own class, made this client's prototype: Knex builds each
+  // transaction's client from `client.constructor.prototype`, so methods set on the instance
+  // alone would miss every statement inside a transaction. Other Knex instances are untouched.
+  const Base = client.constructor as new (...args: never[]) => BoundableClient;
+  const runStatement = Base.prototype._query;
+  const acquire = Base.prototype.acquireConnection;
+  class BoundClient extends Base {
+    override _query(connection: unknown, obj: unknown): Promise<unknown> {
+      const context = currentDatabaseContext();
+      if (context === undefined) return runStatement.call(this, connection, obj);
+      return runBounded({ client: this, context, connection, run: () => runStatement.call(this, connection, obj), sql: (obj as { sql?: string }).sql ?? '' });
+    }
+
+    override acquireConnection(): Promise<unknown> {
+      const context = currentDatabaseContext();
+      if (context === undefined) return acquire.call(this);
+      return acquireBounded(this, context, () => acquire.call(this));
+    }
+  }
+  Object.setPrototypeOf(client, BoundClient.prototype);
+  client[installed] = true;
+}
+
+async function runBounded(options: { client: BoundableClient; context: DatabaseContext; connection: unknown; run: () => Promise<unknown>; sql: string }): Promise<unknown> {
+  const { client, context, connection } = options;
+  const signal = context.signal;
+  if (signal?.aborted && !TRANSACTION_END.test(options.sql)) throw new StatementInterruptedError('aborted');
+  const started = Date.now();
+  const running = options.run();
+  let stopped: StatementInterruptedError | undefined;
+  let answerEarly: ((error: Error) => void) | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const stop = (reason: InterruptionReason) => {
+    if (stopped) return;
+    stopped = new StatementInterruptedError(reason, reason === 'timeout' ? context.statementTimeoutMs : undefined);
+    void cancelRunning(client, connection, stopped).then((cancelled) => {
+      // Nothing could stop it (the in-memory engine): answer now, let it run on.
+      if (!cancelled) answerEarly?.(stopped!);
+    });
+    timers.push(
+      setTimeout(() => {
+        const unresponsive = new StatementInterruptedError('unresponsive');
+        dropConnection(connection, unresponsive);
+        answerEarly?.(unresponsive);
+      }, CANCEL_GRACE_MS),
+    );
+  };
+  timers.push(setTimeout(() => stop('timeout'), context.statementTimeoutMs));
+  const onAbort = () => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now())));
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await new Promise((resolve, reject) => {
+      answerEarly = reject;
+      running.then(resolve, (error: unknown) => reject(stopped ?? error));
+    });
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** Cancels what `connection` runs; resolves false when the engine cannot stop a statement. */
+async function cancelRunning(client: BoundableClient, connection: unknown, reason: Error): Promise<boolean> {
+  if (client.cancelStatement) return client.cancelStatement(connection, reason).catch(() => true);
+  const Connection = client.driver?.Connection;
+  if (Connection && isPostgresClient(connection)) {
+    await sendCancelRequest({ Connection, target: connection, timeoutMs: CANCEL_GRACE_MS });
+    return true;
+  }
+  if (client.canCancelQuery && client.cancelQuery) {
+    // Another Postgres driver: Knex's own cancel (pg_cancel_backend from a fresh connection).
+    await client.cancelQuery(connection).catch(() => undefined);
+    return true;
+  }
+  return false;
+}
+
+function isPostgresClient(connection: unknown): connection is PostgresClientLike {
+  return typeof (connection as PostgresClientLike | null)?.processID === 'number' && typeof (connection as PostgresClientLike).secretKey === 'number';
+}
+
+/**
+ * Gives up on a connection whose statement outlived its cancel: marked so Knex's pool destroys
+ * it instead of handing it out again, and its socket closed so the statement's promise settles.
+ */
+function dropConnection(connection: unknown, reason: Error): void {
+  const pgClient = connection as { __knex__disposed?: unknown; connection?: { stream?: { destroy(): void } } };
+  pgClient.__knex__disposed = reason;
+  pgClient.connection?.stream?.destroy();
+}
+
+/**
+ * Acquires a pooled connection, or gives up after `acquireTimeoutMs` (or when the client leaves)
+ * with `busy` (`aborted`). The pool's own request cannot be withdrawn: when it is served later,
+ * the connection goes straight back.
+ */
+function acquireBounded(client: BoundableClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
+  if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted'));
+  const pending = acquire();
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const giveUp = (error: StatementInterruptedError) => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      pending.then((connection) => client.releaseConnection(connection), () => undefined);
+      reject(error);
+    };
+    const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs)), context.acquireTimeoutMs);
+    const onAbort = () => giveUp(new StatementInterruptedError('aborted'));
+    context.signal?.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => {
+      clearTimeout(timer);
+      context.signal?.removeEventListener('abort', onAbort);
+    };
+    pending.then(
+      (connection) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        resolve(connection);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        reject(error);
+      },
+    );
+  });
+}
