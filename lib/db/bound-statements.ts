@@ -98,6 +98,15 @@ export function installStatementBounds(db: Knex): void {
   client[installed] = true;
 }
 
+/**
+ * Connections a cancel was sent to, and why. A cancel that arrives just after its statement ended
+ * hits the next statement of the same session instead: that one fails as query_canceled, and is
+ * reported with the original reason. Such a connection is also marked for the pool to discard
+ * (see cancelRunning), so the stray cancel can never reach another request.
+ */
+const cancelledConnections = new WeakMap<object, StatementInterruptedError>();
+const QUERY_CANCELED = '57014';
+
 async function runBounded(options: { client: BoundableClient; context: DatabaseContext; connection: unknown; run: () => Promise<unknown>; sql: string }): Promise<unknown> {
   const { client, context, connection } = options;
   const signal = context.signal;
@@ -128,7 +137,7 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
   try {
     return await new Promise((resolve, reject) => {
       answerEarly = reject;
-      running.then(resolve, (error: unknown) => reject(stopped ?? error));
+      running.then(resolve, (error: unknown) => reject(stopped ?? strayCancel(connection, error) ?? error));
     });
   } finally {
     for (const timer of timers) clearTimeout(timer);
@@ -136,11 +145,20 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
   }
 }
 
+/** The reason of an earlier cancel on `connection` when `error` is that cancel landing late. */
+function strayCancel(connection: unknown, error: unknown): StatementInterruptedError | undefined {
+  if ((error as { code?: unknown } | null)?.code !== QUERY_CANCELED || typeof connection !== 'object' || connection === null) return undefined;
+  return cancelledConnections.get(connection);
+}
+
 /** Cancels what `connection` runs; resolves false when the engine cannot stop a statement. */
-async function cancelRunning(client: BoundableClient, connection: unknown, reason: Error): Promise<boolean> {
+async function cancelRunning(client: BoundableClient, connection: unknown, reason: StatementInterruptedError): Promise<boolean> {
   if (client.cancelStatement) return client.cancelStatement(connection, reason).catch(() => true);
   const Connection = client.driver?.Connection;
   if (Connection && isPostgresClient(connection)) {
+    // The pool discards the connection afterwards: a cancel that lands late must find no other request there.
+    cancelledConnections.set(connection, reason);
+    (connection as { __knex__disposed?: unknown }).__knex__disposed = reason;
     await sendCancelRequest({ Connection, target: connection, timeoutMs: CANCEL_GRACE_MS });
     return true;
   }

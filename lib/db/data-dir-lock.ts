@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -24,6 +24,14 @@ const heldHere = new Set<string>();
 /** Attempts at taking over a stale lock before giving up (another process racing for it). */
 const TAKEOVER_ATTEMPTS = 3;
 
+/**
+ * The holder touches its lock file this often; a lock not touched for LOCK_EXPIRES_MS is stale
+ * whoever holds it. That is what frees a lock whose holder cannot be checked: a process on
+ * another host, or a previous container of this app (another hostname, and often our own pid).
+ */
+export const LOCK_REFRESH_MS = 15_000;
+export const LOCK_EXPIRES_MS = 60_000;
+
 function readHolder(file: string): LockHolder | undefined {
   try {
     const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<LockHolder>;
@@ -47,11 +55,16 @@ function isAlive(pid: number): boolean {
 
 /**
  * A lock is stale when its holder is certainly gone: a process of this host that no longer runs,
- * or one that has our pid but is not us (a restarted container gets the same pid). A holder on
- * another host (a shared folder) cannot be checked, so it is never stale.
+ * or one that has our pid but is not us (a restarted container gets the same pid); or when its
+ * holder has not touched it for LOCK_EXPIRES_MS (a holder on another host cannot be checked).
  */
 function isStale(file: string, holder: LockHolder | undefined): boolean {
   if (holder === undefined) return true;
+  try {
+    if (Date.now() - statSync(file).mtimeMs > LOCK_EXPIRES_MS) return true;
+  } catch {
+    return true; // gone meanwhile
+  }
   if (holder.host !== os.hostname()) return false;
   if (holder.pid === process.pid) return !heldHere.has(file);
   return !isAlive(holder.pid);
@@ -59,7 +72,7 @@ function isStale(file: string, holder: LockHolder | undefined): boolean {
 
 function describeHolder(file: string, holder: LockHolder): string {
   const who = holder.pid === process.pid && holder.host === os.hostname() ? `this process (pid ${holder.pid} on ${holder.host}: another router or command opened it first)` : `process ${holder.pid} on host ${holder.host}`;
-  return `${who}, since ${holder.since}; the lock is ${file}`;
+  return `${who}, since ${holder.since}; the lock is ${file}, and expires ${LOCK_EXPIRES_MS / 1000} s after its holder stops refreshing it`;
 }
 
 /**
@@ -94,7 +107,7 @@ export function acquireDataDirLock(directory: string): DataDirLock {
         const by = current ? describeHolder(file, current) : `an unreadable lock file ${file}`;
         throw new Error(
           `The embedded database folder ${folder} is in use by ${by}. One process (and one router) at a time may open it: ` +
-            'stop the other one, or give this router its own dataDir or a Postgres database. If that process is gone, delete the lock file.',
+            'stop the other one, or give this router its own dataDir or a Postgres database.',
         );
       }
       removeStaleLock(file, current);
@@ -104,11 +117,20 @@ export function acquireDataDirLock(directory: string): DataDirLock {
   }
   heldHere.add(file);
   let released = false;
+  const refresh = setInterval(() => {
+    try {
+      if (readHolder(file)?.token === holder.token) utimesSync(file, new Date(), new Date());
+    } catch {
+      // removed by hand: nothing to refresh
+    }
+  }, LOCK_REFRESH_MS);
+  refresh.unref();
   return {
     file,
     release() {
       if (released) return;
       released = true;
+      clearInterval(refresh);
       heldHere.delete(file);
       try {
         if (readHolder(file)?.token === holder.token) unlinkSync(file);

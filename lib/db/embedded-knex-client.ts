@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import type pg from 'pg';
 import type { DataDirLock } from './data-dir-lock.js';
 import { EmbeddedSession } from './embedded-session.js';
-import type { EmbeddedResult } from './embedded-worker.js';
 
-/** Knex's own Postgres client: we keep its SQL compiler, quoting and transactions, and replace the connection. */
+/** Knex's own Postgres client: we keep its driver (node-postgres), SQL compiler and transactions, and replace the socket. */
 const ClientPg = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as typeof Knex.Client;
 
 /** What the embedded client takes besides Knex's own settings. */
@@ -15,24 +15,15 @@ export interface EmbeddedClientOptions {
   lock?: DataDirLock;
 }
 
-/** A query as Knex hands it to `_query`, and gets it back with `response` set. */
-interface KnexQueryObject {
-  sql: string;
-  bindings?: unknown[];
-  method?: string;
-  response?: unknown;
-}
-
-/** Knex's internal methods this client overrides or calls (not in Knex's public types). */
-interface ClientPgInternals {
-  processResponse(obj: KnexQueryObject, runner: unknown): unknown;
-  _parseVersion(version: string): string;
-}
+/** A node-postgres client whose "socket" is an embedded session, and Knex's mark on a broken connection. */
+type EmbeddedConnection = pg.Client & { __knex__disposed?: unknown };
 
 /**
- * A Knex client for the embedded engine: PGlite in a worker thread (embedded-session.ts), reached
- * by message passing. PGlite is one session, so the pool holds exactly one connection and
- * statements (and transactions) take turns; the queue is Knex's pool, which bounds the wait.
+ * A Knex client for the embedded engine: Knex's Postgres client, whose node-postgres connection
+ * talks to PGlite in a worker thread (embedded-session.ts) over the wire protocol instead of a
+ * socket. So statements, type parsing and errors are those of a Postgres server, and the event
+ * loop never runs a statement. PGlite is one session, so the pool holds exactly one connection
+ * and statements (and transactions) take turns; the queue is Knex's pool, which bounds the wait.
  *
  * A statement cannot be interrupted inside PGlite (it ignores statement_timeout); what can stop
  * it is terminating its worker (`cancelStatement`). On disk that is safe, a crash Postgres
@@ -42,6 +33,7 @@ interface ClientPgInternals {
 export class EmbeddedKnexClient extends ClientPg {
   private readonly directory: string | undefined;
   private readonly lock: DataDirLock | undefined;
+  private readonly sessions = new WeakMap<object, EmbeddedSession>();
   /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
   private lost: Error | undefined;
 
@@ -51,56 +43,43 @@ export class EmbeddedKnexClient extends ClientPg {
     this.lock = config.embedded.lock;
   }
 
-  /** No `pg` driver: the worker is the connection. */
-  _driver(): unknown {
-    return null;
-  }
-
-  override async acquireRawConnection(): Promise<EmbeddedSession> {
+  /** Opens a worker (a new PGlite session) and connects node-postgres to it. */
+  async _acquireOnlyConnection(): Promise<EmbeddedConnection> {
     if (this.lost) throw this.lost;
     const session = await EmbeddedSession.start({ directory: this.directory });
-    if (!this.version) {
-      const result = await session.run('select version() as version', []);
-      this.version = (this as unknown as ClientPgInternals)._parseVersion(String(result.rows[0]?.version));
+    if (this.directory === undefined) {
+      session.onFailure((reason) => (this.lost ??= new Error(`the in-memory embedded database is lost: ${reason.message}`)));
     }
-    return session;
+    const Client = (this as unknown as { driver: typeof pg }).driver.Client;
+    const connection: EmbeddedConnection = new Client({ stream: () => session.openStream() as never, user: 'postgres', database: 'postgres' });
+    // As Knex's own Postgres client does: a broken connection is marked, and the pool drops it.
+    connection.on('error', (error) => (connection.__knex__disposed = error));
+    connection.on('end', () => (connection.__knex__disposed ??= 'Connection ended unexpectedly'));
+    this.sessions.set(connection, session);
+    try {
+      await connection.connect();
+    } catch (error) {
+      await session.terminate(error as Error);
+      throw error;
+    }
+    return connection;
   }
 
-  override async destroyRawConnection(session: EmbeddedSession): Promise<void> {
-    if (this.directory === undefined && session.failure === undefined) this.lost = new Error('the in-memory embedded database was closed');
-    await session.close();
-  }
-
-  override async validateConnection(session: EmbeddedSession): Promise<boolean> {
-    if (session.failure !== undefined && this.directory === undefined) this.lost ??= new Error(`the in-memory embedded database is lost: ${session.failure.message}`);
-    return session.failure === undefined;
-  }
-
-  /** Runs one statement; Knex calls it for every query, transactions' BEGIN and COMMIT included. */
-  async _query(session: EmbeddedSession, obj: KnexQueryObject): Promise<KnexQueryObject> {
-    if (!obj.sql) throw new Error('The query is empty');
-    obj.response = await session.run(obj.sql, obj.bindings ?? []);
-    return obj;
-  }
-
-  /** Gives PGlite's result the shape of node-postgres's, which Knex's Postgres client reads. */
-  processResponse(obj: KnexQueryObject, runner: unknown): unknown {
-    const result = obj.response as EmbeddedResult;
-    const command = obj.method === 'first' || obj.method === 'pluck' ? 'SELECT' : (obj.method?.toUpperCase() ?? '');
-    const response = { ...result, rowCount: result.affectedRows, command };
-    return (ClientPg.prototype as unknown as ClientPgInternals).processResponse.call(this, { ...obj, response }, runner);
-  }
-
-  _stream(): never {
-    throw new Error('The embedded database does not stream query results.');
+  override async destroyRawConnection(connection: EmbeddedConnection): Promise<void> {
+    const session = this.sessions.get(connection);
+    if (this.directory === undefined && session?.failure === undefined) this.lost ??= new Error('the in-memory embedded database was closed');
+    await connection.end().catch(() => undefined);
+    await session?.close();
   }
 
   /**
-   * Stops the statement running on `session`, if it can: on disk by terminating the worker
-   * (the pending statement rejects with `reason`); in memory it cannot, and says so with false.
+   * Stops the statement running on `connection`, if it can: on disk by terminating the worker
+   * (the statement fails, the pool replaces the connection); in memory it cannot, and says so
+   * with false.
    */
-  async cancelStatement(session: EmbeddedSession, reason: Error): Promise<boolean> {
-    if (this.directory === undefined) return false;
+  async cancelStatement(connection: EmbeddedConnection, reason: Error): Promise<boolean> {
+    const session = this.sessions.get(connection);
+    if (this.directory === undefined || session === undefined) return false;
     await session.terminate(reason);
     return true;
   }

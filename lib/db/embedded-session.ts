@@ -2,23 +2,14 @@ import { Blob } from 'node:buffer';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { Duplex } from 'node:stream';
+import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import type { EmbeddedAssets, EmbeddedErrorData, EmbeddedResult, EmbeddedStatementMessage, EmbeddedWorkerData, EmbeddedWorkerMessage } from './embedded-worker.js';
+import type { EmbeddedAssets, EmbeddedWorkerData, EmbeddedWorkerEvent } from './embedded-worker.js';
 import { resolveWorkerFile } from './resolve-worker-file.js';
 
 /** How long a clean close may take (PGlite checkpoints) before the worker is terminated instead. */
 const CLOSE_TIMEOUT_MS = 10_000;
-
-/** A statement the embedded engine refused, with the fields Postgres reports (`code`, `constraint`, ...). */
-export class EmbeddedDatabaseError extends Error {
-  [field: string]: unknown;
-
-  constructor(data: EmbeddedErrorData) {
-    super(data.message);
-    this.name = 'EmbeddedDatabaseError';
-    for (const [key, value] of Object.entries(data)) if (key !== 'message') this[key] = value;
-  }
-}
 
 let assets: Promise<EmbeddedAssets | undefined> | undefined;
 
@@ -46,33 +37,19 @@ function loadPgliteAssets(): Promise<EmbeddedAssets | undefined> {
   return assets;
 }
 
-interface Pending {
-  resolve(result: EmbeddedResult): void;
-  reject(error: Error): void;
-}
-
 /**
- * The main thread's side of one embedded-engine worker: one PGlite session, owned by one thread.
- * Statements are posted to the worker and answered by message, so the event loop never runs a
- * query. A session whose worker ended (terminated, crashed, closed) is spent: `failure` says why,
- * and every statement, pending or later, rejects with it.
+ * The main thread's side of one embedded-engine worker: one PGlite session, owned by one thread,
+ * reached as a byte stream (`openStream`) that node-postgres uses in place of a socket. The
+ * event loop never runs a statement. A session whose worker ended (terminated, crashed,
+ * closed) is spent: `failure` says why, and its stream is destroyed with that reason.
  */
 export class EmbeddedSession {
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
   private ended: Error | undefined;
   private closing: Promise<void> | undefined;
+  private stream: Duplex | undefined;
+  private readonly onEnd: ((reason: Error) => void)[] = [];
 
   private constructor(private readonly worker: Worker) {
-    worker.on('message', (message: EmbeddedWorkerMessage) => {
-      if (!('id' in message)) return;
-      const pending = this.pending.get(message.id);
-      if (!pending) return;
-      this.pending.delete(message.id);
-      this.unrefWhenIdle();
-      if ('result' in message) pending.resolve(message.result);
-      else pending.reject(new EmbeddedDatabaseError(message.error));
-    });
     worker.on('error', (error) => this.end(new Error(`the embedded database worker failed: ${error.message}`, { cause: error })));
     worker.on('exit', (code) => this.end(new Error(`the embedded database worker exited (code ${code})`)));
   }
@@ -88,11 +65,9 @@ export class EmbeddedSession {
       execArgv: [],
     });
     return new Promise((resolve, reject) => {
-      const onMessage = (message: EmbeddedWorkerMessage) => {
-        if (!('type' in message)) return;
+      const onMessage = (message: EmbeddedWorkerEvent) => {
         cleanup();
-        worker.unref();
-        if (message.type === 'failed') reject(new EmbeddedDatabaseError({ ...message.error, message: `the embedded database could not open: ${message.error.message}` }));
+        if (message.type === 'failed') reject(new Error(`the embedded database could not open: ${message.message}`));
         else resolve(new EmbeddedSession(worker));
       };
       const onError = (error: Error) => {
@@ -105,7 +80,7 @@ export class EmbeddedSession {
         worker.off('error', onError);
         worker.off('exit', onExit);
       };
-      worker.on('message', onMessage);
+      worker.once('message', onMessage);
       worker.on('error', onError);
       worker.on('exit', onExit);
     });
@@ -116,31 +91,70 @@ export class EmbeddedSession {
     return this.ended;
   }
 
-  /** Runs one statement in the worker; values travel as bound parameters. */
-  run(sql: string, params: readonly unknown[]): Promise<EmbeddedResult> {
-    if (this.ended) return Promise.reject(this.ended);
-    const id = this.nextId++;
-    return new Promise<EmbeddedResult>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      // A statement under way keeps the process alive (a CLI awaiting it must not exit); an idle
-      // database does not, like an idle pool would not hold a host that forgot to close it.
-      this.worker.ref();
-      try {
-        this.worker.postMessage({ id, sql, params: [...params] } satisfies EmbeddedStatementMessage);
-      } catch (error) {
-        // A parameter that cannot cross a thread (a function, a symbol): the statement never ran.
-        this.pending.delete(id);
-        this.unrefWhenIdle();
-        reject(error as Error);
-      }
+  /** Calls `listener` once, when the worker has ended for good (not for a `close()`). */
+  onFailure(listener: (reason: Error) => void): void {
+    this.onEnd.push(listener);
+  }
+
+  /**
+   * The session as a byte stream for node-postgres (`new pg.Client({ stream })`): what the client
+   * writes goes to PGlite, what PGlite answers comes back. One stream per session: PGlite is one
+   * connection. Writes of one turn are sent as one message, so that Parse, Bind, Execute and Sync
+   * reach PGlite together. While a reply is due the worker keeps the process alive (a command
+   * awaiting a statement must not exit); an idle one does not.
+   */
+  openStream(): Duplex {
+    if (this.stream) throw new Error('an embedded database session has one connection');
+    let queued: Buffer[] = [];
+    let awaiting = 0;
+    const worker = this.worker;
+    const flush = () => {
+      const batch = Buffer.concat(queued);
+      queued = [];
+      const bytes = batch.buffer.slice(batch.byteOffset, batch.byteOffset + batch.byteLength);
+      awaiting++;
+      worker.ref();
+      worker.postMessage(bytes, [bytes]);
+    };
+    const stream = new Duplex({
+      read() {},
+      write(chunk: Buffer, _encoding, callback) {
+        if (queued.length === 0) queueMicrotask(flush);
+        queued.push(chunk);
+        callback();
+      },
+      final(callback) {
+        this.push(null);
+        callback();
+      },
     });
+    worker.on('message', (message: ArrayBuffer | EmbeddedWorkerEvent) => {
+      // isArrayBuffer, not instanceof: under a test runner's vm context this module is another realm.
+      if (!types.isArrayBuffer(message)) return;
+      if (--awaiting === 0) worker.unref();
+      if (message.byteLength > 0 && !stream.destroyed) stream.push(Buffer.from(message));
+    });
+    // What node-postgres calls on a socket.
+    Object.assign(stream, {
+      connect: () => {
+        process.nextTick(() => stream.emit('connect'));
+        return stream;
+      },
+      setNoDelay: () => stream,
+      setKeepAlive: () => stream,
+      ref: () => stream,
+      unref: () => stream,
+    });
+    this.stream = stream;
+    if (this.ended) process.nextTick(() => stream.destroy(this.ended));
+    return stream;
   }
 
   /**
    * Stops the worker at once, even in the middle of a statement (the only way to stop a PGlite
-   * statement: it does not honour statement_timeout). Pending statements reject with `reason`.
-   * For a database on disk this is a crash as far as Postgres is concerned: the next session
-   * recovers from its write-ahead log, committed transactions kept, the interrupted one gone.
+   * statement: it does not honour statement_timeout). The stream fails with `reason`. For a
+   * database on disk this is a crash as far as Postgres is concerned: the next session recovers
+   * from its write-ahead log, committed transactions kept, the interrupted one gone.
    */
   async terminate(reason: Error): Promise<void> {
     this.end(reason);
@@ -150,38 +164,36 @@ export class EmbeddedSession {
   /** Closes PGlite cleanly (a checkpoint, so that the next open is quick) and ends the worker. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (this.ended) {
-        await this.worker.terminate();
-        return;
-      }
-      const closed = new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
-        timer.unref();
-        this.worker.on('message', (message: EmbeddedWorkerMessage) => {
-          if ('type' in message && message.type === 'closed') {
+      if (!this.ended) {
+        const closed = new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+          timer.unref();
+          this.worker.on('message', (message: ArrayBuffer | EmbeddedWorkerEvent) => {
+            if (!types.isArrayBuffer(message) && (message as EmbeddedWorkerEvent).type === 'closed') {
+              clearTimeout(timer);
+              resolve();
+            }
+          });
+          this.worker.once('exit', () => {
             clearTimeout(timer);
             resolve();
-          }
+          });
         });
-        this.worker.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-      this.worker.postMessage({ type: 'close' });
-      await closed;
-      await this.terminate(new Error('the embedded database is closed'));
+        this.ended = new Error('the embedded database is closed');
+        this.worker.ref();
+        this.worker.postMessage({ type: 'close' });
+        await closed;
+      }
+      this.stream?.destroy();
+      await this.worker.terminate();
     })();
     return this.closing;
   }
 
-  private unrefWhenIdle(): void {
-    if (this.pending.size === 0) this.worker.unref();
-  }
-
   private end(reason: Error): void {
-    this.ended ??= reason;
-    for (const pending of this.pending.values()) pending.reject(this.ended);
-    this.pending.clear();
+    if (this.ended) return;
+    this.ended = reason;
+    this.stream?.destroy(reason);
+    for (const listener of this.onEnd) listener(reason);
   }
 }

@@ -5,9 +5,13 @@
  * and the main thread stays free to answer, time out and, for a database on disk, terminate and
  * replace this worker.
  *
- * Protocol: once PGlite is open the worker posts `{ type: 'ready' }` (or `{ type: 'failed',
- * error }`). The session then posts `{ id, sql, params }` one at a time and gets `{ id, result }`
- * or `{ id, error }`; `{ type: 'close' }` closes PGlite cleanly and answers `{ type: 'closed' }`.
+ * The worker speaks Postgres's wire protocol, as a server would: the main thread's `pg` client
+ * writes protocol bytes (posted as ArrayBuffers), the worker feeds whole messages to PGlite and
+ * posts back what PGlite answers, one reply per batch received (empty when PGlite says nothing),
+ * so the session can tell when the worker is idle. So the embedded engine goes through the same
+ * driver, type parsers and errors as a Postgres server. Besides bytes: the worker first posts
+ * `{ type: 'ready' }` (or `{ type: 'failed', message }`); `{ type: 'close' }` closes PGlite
+ * cleanly once the statements before it are done, and is answered `{ type: 'closed' }`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
@@ -29,48 +33,13 @@ export interface EmbeddedWorkerData {
   assets?: EmbeddedAssets;
 }
 
-/** A statement as the session posts it. */
-export interface EmbeddedStatementMessage {
-  id: number;
-  sql: string;
-  params: unknown[];
-}
+/** The worker's messages besides protocol bytes. */
+export type EmbeddedWorkerEvent = { type: 'ready' } | { type: 'failed'; message: string } | { type: 'closed' };
 
-/** A statement's result, as PGlite gives it (rows as objects, parsed by PGlite's type parsers). */
-export interface EmbeddedResult {
-  rows: Record<string, unknown>[];
-  fields: { name: string; dataTypeID: number }[];
-  affectedRows?: number;
-}
-
-/**
- * A database error reduced to what crosses a thread: the message and the primitive fields
- * Postgres reports (`code`, `constraint`, `detail`, ...). An Error's own properties would be
- * lost by the structured clone.
- */
-export interface EmbeddedErrorData {
-  message: string;
-  [field: string]: string | number | undefined;
-}
-
-/** Every message the worker posts. */
-export type EmbeddedWorkerMessage =
-  | { type: 'ready' }
-  | { type: 'failed'; error: EmbeddedErrorData }
-  | { type: 'closed' }
-  | { id: number; result: EmbeddedResult }
-  | { id: number; error: EmbeddedErrorData };
-
-/** Reduces an error to its message and primitive fields. */
-export function describeEmbeddedError(error: unknown): EmbeddedErrorData {
-  const data: EmbeddedErrorData = { message: error instanceof Error ? error.message : String(error) };
-  if (error && typeof error === 'object') {
-    for (const [key, value] of Object.entries(error)) {
-      if (typeof value === 'string' || typeof value === 'number') data[key] = value;
-    }
-  }
-  return data;
-}
+/** The protocol's version 3.0 in a StartupMessage, which (unlike every later message) has no type byte. */
+const PROTOCOL_3 = 196_608;
+/** Terminate ('X'): the client's goodbye. The session ends by closing the worker, not the PGlite session. */
+const TERMINATE = 0x58;
 
 const port = parentPort;
 if (port === null) throw new Error('embedded-worker.js must be started as a worker thread');
@@ -79,20 +48,67 @@ const { directory, assets } = (workerData ?? {}) as EmbeddedWorkerData;
 let database: PGlite;
 try {
   database = await PGlite.create(directory, { ...assets } as PGliteOptions);
-  port.postMessage({ type: 'ready' } satisfies EmbeddedWorkerMessage);
+  port.postMessage({ type: 'ready' } satisfies EmbeddedWorkerEvent);
 } catch (error) {
-  port.postMessage({ type: 'failed', error: describeEmbeddedError(error) } satisfies EmbeddedWorkerMessage);
+  port.postMessage({ type: 'failed', message: error instanceof Error ? error.message : String(error) } satisfies EmbeddedWorkerEvent);
   process.exit(1);
 }
 
-port.on('message', (message: EmbeddedStatementMessage | { type: 'close' }) => {
-  if ('type' in message) {
-    void database.close().finally(() => port.postMessage({ type: 'closed' } satisfies EmbeddedWorkerMessage));
+let received = Buffer.alloc(0);
+let startupSeen = false;
+/** Batches run one after the other, in the order they came. */
+let queue: Promise<void> = Promise.resolve();
+
+/**
+ * Splits `received` into the complete messages it holds (dropping Terminate) and the incomplete
+ * rest, which waits for the next chunk.
+ */
+function takeCompleteMessages(): Buffer {
+  const complete: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const left = received.length - offset;
+    let length: number;
+    if (!startupSeen) {
+      if (left < 8) break;
+      if (received.readInt32BE(offset + 4) !== PROTOCOL_3) throw new Error('the embedded database expects a Postgres 3.0 StartupMessage first');
+      length = received.readInt32BE(offset);
+    } else {
+      if (left < 5) break;
+      length = 1 + received.readInt32BE(offset + 1);
+    }
+    if (left < length) break;
+    if (startupSeen && received[offset] === TERMINATE) {
+      offset += length;
+      continue;
+    }
+    complete.push(received.subarray(offset, offset + length));
+    startupSeen = true;
+    offset += length;
+  }
+  const batch = Buffer.concat(complete);
+  received = Buffer.from(received.subarray(offset));
+  return batch;
+}
+
+async function runBatch(batch: Buffer): Promise<void> {
+  const replies: Buffer[] = [];
+  if (batch.length > 0) {
+    // PGlite hands out views of its own memory: each is copied before the next call reuses it.
+    await database.execProtocolRawStream(new Uint8Array(batch.buffer, batch.byteOffset, batch.byteLength), { onRawData: (data) => void replies.push(Buffer.from(data)) });
+  }
+  const reply = Buffer.concat(replies);
+  const bytes = reply.buffer.slice(reply.byteOffset, reply.byteOffset + reply.byteLength);
+  port!.postMessage(bytes, [bytes]);
+}
+
+port.on('message', (message: ArrayBuffer | { type: 'close' }) => {
+  if (!(message instanceof ArrayBuffer)) {
+    queue = queue.then(() => database.close()).finally(() => port.postMessage({ type: 'closed' } satisfies EmbeddedWorkerEvent));
     return;
   }
-  // PGlite queues statements itself; the session sends one at a time anyway (one Knex connection).
-  database.query(message.sql, message.params).then(
-    (result) => port.postMessage({ id: message.id, result: { rows: result.rows as Record<string, unknown>[], fields: result.fields, affectedRows: result.affectedRows } } satisfies EmbeddedWorkerMessage),
-    (error: unknown) => port.postMessage({ id: message.id, error: describeEmbeddedError(error) } satisfies EmbeddedWorkerMessage),
-  );
+  received = received.length === 0 ? Buffer.from(message) : Buffer.concat([received, Buffer.from(message)]);
+  // A malformed stream ends the worker: the session reports it and the pool replaces the connection.
+  const batch = takeCompleteMessages();
+  queue = queue.then(() => runBatch(batch));
 });

@@ -5,7 +5,7 @@
  * one process and one router at a time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import express from 'express';
 import type { Knex } from 'knex';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { RecordsRouterOptions } from '../../lib/options.js';
+import { acquireDataDirLock, LOCK_EXPIRES_MS } from '../../lib/db/data-dir-lock.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase, openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { createMemoryLogger } from '../support/test-app.js';
@@ -227,6 +228,21 @@ describe('the data folder belongs to one process and one router', () => {
     await taker.close();
     expect(existsSync(lockFile())).toBe(false);
   }, 90_000);
+
+  test('a lock from another host is refused while its holder refreshes it, and taken over once it has expired', () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(lockFile(), JSON.stringify({ pid: 1, host: 'elsewhere', since: '2026-01-01T00:00:00.000Z', token: 'theirs' }));
+    expect(() => openEmbeddedDatabase(folder())).toThrow(
+      `The embedded database folder ${folder()} is in use by process 1 on host elsewhere, since 2026-01-01T00:00:00.000Z; the lock is ${lockFile()}, and expires 60 s after its holder stops refreshing it.`,
+    );
+    // a previous container of the app (another hostname) that was killed: its lock stops being refreshed
+    const lastRefresh = new Date(Date.now() - LOCK_EXPIRES_MS - 1000);
+    utimesSync(lockFile(), lastRefresh, lastRefresh);
+    const lock = acquireDataDirLock(folder());
+    expect(JSON.parse(readFileSync(lockFile(), 'utf8'))).toMatchObject({ pid: process.pid, host: os.hostname() });
+    lock.release();
+    expect(existsSync(lockFile())).toBe(false);
+  });
 
   test('the lock file names pid, host and start time, and sits beside the folder (PGlite needs the folder to itself)', async () => {
     const db = openEmbeddedDatabase(folder());
