@@ -3,6 +3,11 @@
  * Postgres (the schema named by BENCH_SCHEMA) and disk storage under BENCH_DATA_DIR. The runner
  * forks it, so it has a process (and a heap, and an event loop) of its own.
  *
+ * BENCH_ENGINE picks the database: `postgres` (the default), `embedded` (recordbase's own
+ * embedded engine, PGlite in a worker thread, on the folder BENCH_DB_DIR) or `embedded-in-thread`
+ * (PGlite on the main thread through knex-pglite, as the embedded engine was before: the
+ * baseline of the embedded scenarios).
+ *
  * IPC: it sends `{ type: 'ready', port }` once listening. The runner may send
  * `{ type: 'capture' }` (start recording every SQL statement; answers `{ type: 'capturing' }`) and `{ type: 'captured' }`
  * (answers `{ type: 'captured', queries }` and stops recording): that is how the runner learns
@@ -10,8 +15,10 @@
  */
 import path from 'node:path';
 import express from 'express';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
+import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
 import { benchCollections, FILE_TOKEN_SECRET } from './bench-data.js';
 import { serveBenchApp } from './bench-processes.js';
 
@@ -25,7 +32,21 @@ const url = process.env.BENCH_DATABASE_URL!;
 const schema = process.env.BENCH_SCHEMA!;
 const dataDir = process.env.BENCH_DATA_DIR!;
 
-const database = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 2, max: 10 } });
+function openDatabase(engine: string | undefined): Knex {
+  const directory = process.env.BENCH_DB_DIR!;
+  switch (engine ?? 'postgres') {
+    case 'postgres':
+      return knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 2, max: 10 } });
+    case 'embedded':
+      return openEmbeddedDatabase(directory);
+    case 'embedded-in-thread':
+      return knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: directory } as Knex.StaticConnectionConfig });
+    default:
+      throw new Error(`BENCH_ENGINE must be postgres, embedded or embedded-in-thread, got ${engine}`);
+  }
+}
+
+const database = openDatabase(process.env.BENCH_ENGINE);
 let captured: CapturedQuery[] | undefined;
 database.on('query', (query: { sql: string; bindings?: unknown[] }) => {
   captured?.push({ sql: query.sql, bindings: query.bindings ?? [] });

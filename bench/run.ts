@@ -21,9 +21,14 @@
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
  * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
  * --no-explain. BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
+ *
+ * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
+ * app on PGlite in a worker thread (recordbase's engine) against the same app on PGlite on the
+ * main thread (knex-pglite, the engine before it), each on its own copy of one seeded folder,
+ * scenarios 1-5 (default 10,000 posts).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,7 +42,7 @@ import { countJestProcesses, describeLoad, describeMachine, readMemory } from '.
 import { buildMultipart, type MultipartBody } from './multipart.js';
 import { makePng } from './png.js';
 import { buildCreateBody, buildScenarios, LIST_FILTER, LIST_SORT, type Scenario, type ScenarioKey } from './scenarios.js';
-import { ensureSeeded, removeBenchWrites } from './seed.js';
+import { ensureEmbeddedSeeded, ensureSeeded, removeBenchWrites } from './seed.js';
 
 interface BenchConfig {
   url: string;
@@ -51,6 +56,8 @@ interface BenchConfig {
   waitForIdle: boolean;
   scenarios: Set<ScenarioKey> | undefined;
   explain: boolean;
+  /** `postgres`: recordbase against the hand-written baseline; `embedded`: the worker engine against in-thread PGlite. */
+  engine: 'postgres' | 'embedded';
 }
 
 /** Data dirs of the size being measured; removed on exit too, in case the run is interrupted. */
@@ -68,9 +75,12 @@ function readConfig(): BenchConfig {
       'wait-for-idle': { type: 'boolean', default: false },
       scenarios: { type: 'string' },
       'no-explain': { type: 'boolean', default: false },
+      engine: { type: 'string' },
     },
   });
-  const rows = (values.rows ?? process.env.BENCH_ROWS ?? '100000').split(',').map((r) => parsePositive('--rows', r.trim().replace(/_/g, ''), 100000));
+  const engine = values.engine ?? process.env.BENCH_ENGINE ?? 'postgres';
+  if (engine !== 'postgres' && engine !== 'embedded') throw new Error(`--engine must be postgres or embedded, got "${engine}"`);
+  const rows = (values.rows ?? process.env.BENCH_ROWS ?? (engine === 'embedded' ? '10000' : '100000')).split(',').map((r) => parsePositive('--rows', r.trim().replace(/_/g, ''), 100000));
   const scenarios = values.scenarios ?? process.env.BENCH_SCENARIOS;
   return {
     url: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
@@ -83,6 +93,7 @@ function readConfig(): BenchConfig {
     waitForIdle: values['wait-for-idle'] === true || process.env.BENCH_WAIT_FOR_IDLE === '1',
     scenarios: scenarios ? new Set(scenarios.split(',').map((s) => s.trim() as ScenarioKey)) : undefined,
     explain: !values['no-explain'],
+    engine,
   };
 }
 
@@ -200,8 +211,8 @@ function flag(summary: LoadSummary): string {
   return bad > 0 ? ` (!${summary.non2xx} non-2xx, ${summary.errors} errors, ${summary.timeouts} timeouts)` : '';
 }
 
-function printTable(rows: Row[], statements: Map<ScenarioKey, string[]>): void {
-  console.log('\n| # | scenario | SQL per request (recordbase) | recordbase req/s | p50 ms | p99 ms | CPU ms/req | baseline req/s | p50 ms | p99 ms | CPU ms/req | ratio |');
+function printTable(rows: Row[], statements: Map<ScenarioKey, string[]>, names: [string, string]): void {
+  console.log(`\n| # | scenario | SQL per request (${names[0]}) | ${names[0]} req/s | p50 ms | p99 ms | CPU ms/req | ${names[1]} req/s | p50 ms | p99 ms | CPU ms/req | ratio |`);
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const { scenario, recordbase: a, baseline: b } of rows) {
     const sql = statements.get(scenario.key);
@@ -255,6 +266,76 @@ async function prepareFiles(app: ServerProcess, dataDir: string): Promise<{ thum
   return { thumbPath, uploadFile, uploadBody };
 }
 
+/**
+ * Measures every scenario on both servers (alternating who goes first), prints the per-cell lines
+ * and the result table, and returns the table. `app` is the server under test, `baseline` the one
+ * it is compared with (the ratio is app / baseline).
+ */
+async function measureScenarios(options: { config: BenchConfig; rows: number; app: ServerProcess; baseline: ServerProcess; scenarios: Scenario[]; statements: Map<ScenarioKey, string[]> }): Promise<Row[]> {
+  const { config, rows, app, baseline, scenarios, statements } = options;
+  console.log(`\nmeasuring: ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per scenario and server; jest processes running: ${countJestProcesses()}, load ${describeLoad()}`);
+  const table: Row[] = [];
+  const memoryNotes: string[] = [];
+  let busyCells = 0;
+  for (const [i, scenario] of scenarios.entries()) {
+    const results = new Map<ServerProcess, Measurement[]>([
+      [app, []],
+      [baseline, []],
+    ]);
+    for (let round = 0; round < config.rounds; round++) {
+      // Who goes first alternates by scenario and by round, so neither server always follows the other.
+      const order = (i + round) % 2 === 0 ? [app, baseline] : [baseline, app];
+      for (const server of order) {
+        if (config.waitForIdle) await waitUntilNoJest();
+        // Uploads leave gigabytes of dirty pages, and an fsync (recordbase flushes every file) may have
+        // to wait for the other server's unflushed writes: each upload cell starts with none.
+        if (scenario.key === 'upload') execFileSync('sync');
+        const jestAtStart = countJestProcesses();
+        const before = readMemory(server.pid);
+        // RSS once a second while under load: flat for a streaming upload, growing if bodies were buffered.
+        const samples: number[] = [];
+        const sampler = setInterval(() => samples.push(readMemory(server.pid).rss), 1000);
+        let r: Measurement;
+        try {
+          r = await measure(config, server, scenario);
+        } finally {
+          clearInterval(sampler);
+        }
+        results.get(server)!.push(r);
+        const jest = Math.max(jestAtStart, countJestProcesses());
+        if (jest > 0) busyCells++;
+        const after = readMemory(server.pid);
+        if (scenario.key === 'upload') {
+          const during = samples.slice(Math.ceil(config.warmupSeconds));
+          memoryNotes.push(
+            `${server.name}, upload scenario${config.rounds > 1 ? ` round ${round + 1}` : ''}: RSS ${fmt(before.rss)} MiB before; ` +
+              `during the measured window (1/s) ${during.map((n) => fmt(n)).join(' ')} MiB; ${fmt(after.rss)} MiB after; peak since start ${fmt(after.peak)} MiB`,
+          );
+        }
+        console.log(
+          `  ${scenario.number} ${scenario.key.padEnd(10)} ${server.name.padEnd(10)} ${fmt(r.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(r.p50)} ms  p99 ${fmt(r.p99)} ms  ` +
+            `server CPU ${fmt(r.cpuMsPerRequest, 2)} ms/req (sys ${fmt(r.systemMsPerRequest, 2)})  (${r.total} requests${flag(r)})${jest > 0 ? `  [jest running: ${jest}]` : ''}  load ${describeLoad()}`,
+        );
+      }
+    }
+    // The median round of each (the lower middle for an even count): on this shared VM a round can
+    // be far off in either direction, and the best round would reward whichever side got lucky.
+    const median = (list: Measurement[]) => [...list].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor((list.length - 1) / 2)]!;
+    table.push({ scenario, recordbase: median(results.get(app)!), baseline: median(results.get(baseline)!) });
+  }
+
+  console.log(
+    `\n### Results: ${rows.toLocaleString('en')} posts, ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per cell` +
+      (config.rounds > 1 ? `, median of ${config.rounds} rounds` : ''),
+  );
+  printTable(table, statements, [app.name, baseline.name]);
+  console.log('');
+  for (const server of [app, baseline]) console.log(`peak RSS (VmHWM) of the ${server.name} process: ${fmt(readMemory(server.pid).peak)} MiB`);
+  for (const note of memoryNotes) console.log(note);
+  console.log(`cells measured while a jest process ran (at their start or end): ${busyCells} of ${scenarios.length * 2 * config.rounds}`);
+  return table;
+}
+
 async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResult> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'rb-bench-'));
   dataDirs.add(dataDir);
@@ -288,66 +369,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
       await explainQueries(config.url, schema, explained);
     }
 
-    console.log(`\nmeasuring: ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per scenario and server; jest processes running: ${countJestProcesses()}, load ${describeLoad()}`);
-    const table: Row[] = [];
-    const memoryNotes: string[] = [];
-    let busyCells = 0;
-    for (const [i, scenario] of scenarios.entries()) {
-      const results = new Map<ServerProcess, Measurement[]>([
-        [app, []],
-        [baseline, []],
-      ]);
-      for (let round = 0; round < config.rounds; round++) {
-        // Who goes first alternates by scenario and by round, so neither server always follows the other.
-        const order = (i + round) % 2 === 0 ? [app, baseline] : [baseline, app];
-        for (const server of order) {
-          if (config.waitForIdle) await waitUntilNoJest();
-          // Uploads leave gigabytes of dirty pages, and an fsync (recordbase flushes every file) may have
-          // to wait for the other server's unflushed writes: each upload cell starts with none.
-          if (scenario.key === 'upload') execFileSync('sync');
-          const jestAtStart = countJestProcesses();
-          const before = readMemory(server.pid);
-          // RSS once a second while under load: flat for a streaming upload, growing if bodies were buffered.
-          const samples: number[] = [];
-          const sampler = setInterval(() => samples.push(readMemory(server.pid).rss), 1000);
-          let r: Measurement;
-          try {
-            r = await measure(config, server, scenario);
-          } finally {
-            clearInterval(sampler);
-          }
-          results.get(server)!.push(r);
-          const jest = Math.max(jestAtStart, countJestProcesses());
-          if (jest > 0) busyCells++;
-          const after = readMemory(server.pid);
-          if (scenario.key === 'upload') {
-            const during = samples.slice(Math.ceil(config.warmupSeconds));
-            memoryNotes.push(
-              `${server.name}, upload scenario${config.rounds > 1 ? ` round ${round + 1}` : ''}: RSS ${fmt(before.rss)} MiB before; ` +
-                `during the measured window (1/s) ${during.map((n) => fmt(n)).join(' ')} MiB; ${fmt(after.rss)} MiB after; peak since start ${fmt(after.peak)} MiB`,
-            );
-          }
-          console.log(
-            `  ${scenario.number} ${scenario.key.padEnd(10)} ${server.name.padEnd(10)} ${fmt(r.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(r.p50)} ms  p99 ${fmt(r.p99)} ms  ` +
-              `server CPU ${fmt(r.cpuMsPerRequest, 2)} ms/req (sys ${fmt(r.systemMsPerRequest, 2)})  (${r.total} requests${flag(r)})${jest > 0 ? `  [jest running: ${jest}]` : ''}  load ${describeLoad()}`,
-          );
-        }
-      }
-      // The median round of each (the lower middle for an even count): on this shared VM a round can
-      // be far off in either direction, and the best round would reward whichever side got lucky.
-      const median = (list: Measurement[]) => [...list].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor((list.length - 1) / 2)]!;
-      table.push({ scenario, recordbase: median(results.get(app)!), baseline: median(results.get(baseline)!) });
-    }
-
-    console.log(
-      `\n### Results: ${rows.toLocaleString('en')} posts, ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per cell` +
-        (config.rounds > 1 ? `, median of ${config.rounds} rounds` : ''),
-    );
-    printTable(table, statements);
-    console.log('');
-    for (const server of [app, baseline]) console.log(`peak RSS (VmHWM) of the ${server.name} process: ${fmt(readMemory(server.pid).peak)} MiB`);
-    for (const note of memoryNotes) console.log(note);
-    console.log(`cells measured while a jest process ran (at their start or end): ${busyCells} of ${scenarios.length * 2 * config.rounds}`);
+    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements });
     return { rows, table };
   } finally {
     if (app) await stopServer(app);
@@ -356,6 +378,47 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
     await rm(dataDir, { recursive: true, force: true });
     dataDirs.delete(dataDir);
     console.log(`cleanup: removed ${removed} rows written by the run and ${dataDir}`);
+  }
+}
+
+/** The scenarios of the embedded comparison: the database-bound ones (no thumbnail, no upload). */
+const EMBEDDED_SCENARIOS = new Set<ScenarioKey>(['list', 'listTotal', 'listExpand', 'view', 'create']);
+
+/**
+ * The embedded engine at one size: the same host app on PGlite in a worker thread (`worker`,
+ * recordbase's engine) and on PGlite on the main thread (`in-thread`, through knex-pglite), each
+ * on its own copy of one seeded folder, measured in the same run. The ratio is worker / in-thread.
+ */
+async function benchEmbeddedSize(config: BenchConfig, rows: number): Promise<SizeResult> {
+  const seedReport = await ensureEmbeddedSeeded({ rows, reseed: config.reseed });
+  console.log(`\n## embedded engine, ${rows.toLocaleString('en')} posts (${seedReport.directory}): ${seedReport.seeded ? `seeded in ${seedReport.seconds.toFixed(1)} s` : `seed reused (checked in ${seedReport.seconds.toFixed(1)} s)`}`);
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'rb-bench-'));
+  dataDirs.add(dataDir);
+  const servers: ServerProcess[] = [];
+  try {
+    const start = async (name: string, engine: string) => {
+      const root = path.join(dataDir, name);
+      cpSync(seedReport.directory, path.join(root, 'db'), { recursive: true });
+      const server = await startServer(name, 'bench-app.js', { BENCH_ENGINE: engine, BENCH_DB_DIR: path.join(root, 'db'), BENCH_DATA_DIR: root });
+      servers.push(server);
+      return server;
+    };
+    const app = await start('worker', 'embedded');
+    const baseline = await start('in-thread', 'embedded-in-thread');
+    const scenarios = buildScenarios({ rows, thumbPath: '', uploadFile: '' }).filter((s) => EMBEDDED_SCENARIOS.has(s.key) && (!config.scenarios || config.scenarios.has(s.key)));
+    const noUpload = buildMultipart([]);
+    for (const note of await checkEquivalence(scenarios, app, baseline, noUpload)) console.log(`note: ${note}`);
+    console.log(`checked: both servers answer the ${scenarios.length} scenarios alike (list filter "${LIST_FILTER}", sort "${LIST_SORT}")`);
+    const statements = new Map<ScenarioKey, string[]>();
+    for (const scenario of scenarios) {
+      const [url, init] = sampleRequest(scenario, app.base, noUpload);
+      statements.set(scenario.key, (await captureQueries(app, () => expectOk(`capture ${scenario.key}`, url, init))).map((q) => describeStatement(q.sql)));
+    }
+    return { rows, table: await measureScenarios({ config, rows, app, baseline, scenarios, statements }) };
+  } finally {
+    for (const server of servers) await stopServer(server);
+    await rm(dataDir, { recursive: true, force: true });
+    dataDirs.delete(dataDir);
   }
 }
 
@@ -391,10 +454,10 @@ async function main(): Promise<void> {
   const config = readConfig();
   console.log('recordbase bench');
   console.log(`machine: ${describeMachine()}`);
-  console.log(`database: ${await describePostgres(config.url)} at ${config.url.replace(/\/\/[^@/]*@/, '//')}`);
+  console.log(config.engine === 'embedded' ? 'database: the embedded engine (PGlite), worker thread against main thread' : `database: ${await describePostgres(config.url)} at ${config.url.replace(/\/\/[^@/]*@/, '//')}`);
   console.log(`load before starting: ${describeLoad()}; jest processes running: ${countJestProcesses()}`);
   const results: SizeResult[] = [];
-  for (const rows of config.rows) results.push(await benchOneSize(config, rows));
+  for (const rows of config.rows) results.push(config.engine === 'embedded' ? await benchEmbeddedSize(config, rows) : await benchOneSize(config, rows));
   if (results.length > 1) printScaling(results);
 }
 

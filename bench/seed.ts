@@ -3,11 +3,20 @@
  * one `INSERT ... SELECT generate_series` per table and kept between runs. The schema's comment
  * records what was seeded; a run whose comment and row counts match skips the seed.
  */
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import knexFactory from 'knex';
+import { PGlite } from '@electric-sql/pglite';
+import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
+import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
 import { benchCollections, benchSchema, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
+
+/** What the seed needs of a database client: node-postgres's Client and PGlite both have it. */
+interface SqlClient {
+  query(sql: string, params?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+}
 
 /** Bump when the seed's SQL changes, so cached schemas are rebuilt. */
 const SEED_VERSION = 1;
@@ -24,8 +33,7 @@ function signature(rows: number): string {
 }
 
 /** Creates the tables and indexes exactly as the router does, by letting a router sync the schema. */
-async function syncTables(url: string, schema: string, dataDir: string): Promise<void> {
-  const db = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 2 } });
+async function syncTables(db: Knex, dataDir: string): Promise<void> {
   const router = createRecordsRouter({ collections: benchCollections, database: db, dataDir, fileTokenSecret: FILE_TOKEN_SECRET, fileSweep: false });
   try {
     await router.ready;
@@ -40,7 +48,7 @@ async function syncTables(url: string, schema: string, dataDir: string): Promise
  * like real record ids, and computable by the load generator); `created` advances 10 s per post;
  * views are spread over 0..999, two posts in three are published, authors cycle over the users.
  */
-async function seed(client: pg.Client, schema: string, rows: number): Promise<void> {
+async function seed(client: SqlClient, schema: string, rows: number): Promise<void> {
   const s = `"${schema}"`;
   await client.query('BEGIN');
   await client.query(
@@ -62,7 +70,7 @@ async function seed(client: pg.Client, schema: string, rows: number): Promise<vo
   await client.query(`VACUUM ANALYZE ${s}.posts`);
 }
 
-async function isSeeded(client: pg.Client, schema: string, rows: number): Promise<boolean> {
+async function isSeeded(client: SqlClient, schema: string, rows: number): Promise<boolean> {
   const comment = await client.query(`SELECT obj_description(oid, 'pg_namespace') AS c FROM pg_namespace WHERE nspname = $1`, [schema]);
   if (comment.rows[0]?.c !== signature(rows)) return false;
   const counts = await client.query(`SELECT (SELECT count(*) FROM "${schema}".users)::int AS u, (SELECT count(*) FROM "${schema}".posts)::int AS p`);
@@ -99,10 +107,44 @@ export async function ensureSeeded(options: { url: string; rows: number; reseed:
     }
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await client.query(`CREATE SCHEMA "${schema}"`);
-    await syncTables(options.url, schema, path.join(options.dataDir, 'seed'));
+    await syncTables(knexFactory({ client: 'pg', connection: options.url, searchPath: [schema], pool: { min: 0, max: 2 } }), path.join(options.dataDir, 'seed'));
     await seed(client, schema, options.rows);
     return { schema, seeded: true, seconds: (Date.now() - started) / 1000 };
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The embedded engine's data set: the same users and posts in a PGlite folder, seeded once per
+ * size and kept in the temp directory between runs (each server of a run works on a copy).
+ * Returns the folder.
+ */
+export async function ensureEmbeddedSeeded(options: { rows: number; reseed: boolean }): Promise<SeedReport & { directory: string }> {
+  const started = Date.now();
+  const directory = path.join(os.tmpdir(), 'recordbase-bench', `embedded-${options.rows}`);
+  const report = (seeded: boolean) => ({ schema: 'public', seeded, seconds: (Date.now() - started) / 1000, directory });
+  if (!options.reseed && existsSync(directory)) {
+    const db = await PGlite.create(directory);
+    try {
+      if (await isSeeded(db, 'public', options.rows)) return report(false);
+    } finally {
+      await db.close();
+    }
+  }
+  rmSync(directory, { recursive: true, force: true });
+  mkdirSync(directory, { recursive: true });
+  const seedDir = path.join(os.tmpdir(), 'recordbase-bench', `seed-${process.pid}`);
+  try {
+    await syncTables(openEmbeddedDatabase(directory), seedDir);
+  } finally {
+    rmSync(seedDir, { recursive: true, force: true });
+  }
+  const db = await PGlite.create(directory);
+  try {
+    await seed(db, 'public', options.rows);
+  } finally {
+    await db.close();
+  }
+  return report(true);
 }
