@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import type pg from 'pg';
+import pg from 'pg';
 import type { DataDirLock } from './data-dir-lock.js';
 import { EmbeddedSession } from './embedded-session.js';
 
@@ -43,6 +43,14 @@ export class EmbeddedKnexClient extends ClientPg {
     this.lock = config.embedded.lock;
   }
 
+  /**
+   * node-postgres as recordbase resolves it (a dependency of its own), not as Knex would from
+   * its folder: a host that only uses the embedded engine need not install it.
+   */
+  _driver(): typeof pg {
+    return pg;
+  }
+
   /** Opens a worker (a new PGlite session) and connects node-postgres to it. */
   async _acquireOnlyConnection(): Promise<EmbeddedConnection> {
     if (this.lost) throw this.lost;
@@ -50,8 +58,7 @@ export class EmbeddedKnexClient extends ClientPg {
     if (this.directory === undefined) {
       session.onFailure((reason) => (this.lost ??= new Error(`the in-memory embedded database is lost: ${reason.message}`)));
     }
-    const Client = (this as unknown as { driver: typeof pg }).driver.Client;
-    const connection: EmbeddedConnection = new Client({ stream: () => session.openStream() as never, user: 'postgres', database: 'postgres' });
+    const connection: EmbeddedConnection = new pg.Client({ stream: () => session.openStream() as never, user: 'postgres', database: 'postgres' });
     // As Knex's own Postgres client does: a broken connection is marked, and the pool drops it.
     connection.on('error', (error) => (connection.__knex__disposed = error));
     connection.on('end', () => (connection.__knex__disposed ??= 'Connection ended unexpectedly'));
