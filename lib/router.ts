@@ -87,7 +87,15 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     const presenter = new RecordPresenter(registry, store, {
       expandLimits: { maxRecords: resolved.limits.maxExpandRecords, maxBytes: resolved.limits.maxExpandBytes },
     });
-    apiDeps = { service: records, presenter, maxPerPage: resolved.limits.maxPerPage, maxFileSize: resolved.limits.maxFileSize, tempDir: resolved.uploadTempDir };
+    apiDeps = {
+      service: records,
+      presenter,
+      maxPerPage: resolved.limits.maxPerPage,
+      maxFileSize: resolved.limits.maxFileSize,
+      tempDir: resolved.uploadTempDir,
+      statementTimeoutMs: resolved.limits.statementTimeoutMs,
+      acquireTimeoutMs: resolved.limits.acquireTimeoutMs,
+    };
     const combined = express.Router();
     if (resolved.openapi) combined.use(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
     combined.use(

@@ -50,7 +50,7 @@ export class RecordFiles {
 
   /** Removes files written for a write that did not commit. */
   async discard(keys: readonly string[]): Promise<void> {
-    await Promise.all(keys.map((key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove uncommitted file ${key}`, err))));
+    await forEachLimited(keys, (key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove uncommitted file ${key}`, err)));
   }
 
   /** Reports files left in place because their write's commit had an unknown outcome. */
@@ -60,32 +60,40 @@ export class RecordFiles {
 
   /** After a committed update: removes the files the record no longer holds, with their thumbnails. */
   async removeNames(collection: CollectionSchema, recordId: string, names: readonly string[]): Promise<void> {
-    await Promise.all(
-      names.map(async (name) => {
-        const parts = { collectionId: collection.id, recordId, name };
-        try {
-          await this.storage.delete(buildFileKey(parts));
-          await this.storage.deletePrefix(buildThumbnailPrefix(parts));
-        } catch (err) {
-          this.logger.warn(`could not remove replaced file ${collection.id}/${recordId}/${name}; the sweep will`, err);
-        }
-      }),
-    );
+    await forEachLimited(names, async (name) => {
+      const parts = { collectionId: collection.id, recordId, name };
+      try {
+        await this.storage.delete(buildFileKey(parts));
+        await this.storage.deletePrefix(buildThumbnailPrefix(parts));
+      } catch (err) {
+        this.logger.warn(`could not remove replaced file ${collection.id}/${recordId}/${name}; the sweep will`, err);
+      }
+    });
   }
 
   /** After a committed delete: removes the folder (files and thumbnails) of each record that had files. */
   async removeRecords(records: readonly { collection: CollectionSchema; record: RecordValues }[]): Promise<void> {
-    await Promise.all(
-      records.map(async ({ collection, record }) => {
-        // A record without files has no folder (thumbnails only exist beside files): skip the call.
-        if (listFileNames(collection, record).length === 0) return;
-        const prefix = buildRecordPrefix({ collectionId: collection.id, recordId: String(record.id) });
-        try {
-          await this.storage.deletePrefix(prefix);
-        } catch (err) {
-          this.logger.warn(`could not remove the files of deleted record ${prefix}; the sweep will`, err);
-        }
-      }),
-    );
+    await forEachLimited(records, async ({ collection, record }) => {
+      // A record without files has no folder (thumbnails only exist beside files): skip the call.
+      if (listFileNames(collection, record).length === 0) return;
+      const prefix = buildRecordPrefix({ collectionId: collection.id, recordId: String(record.id) });
+      try {
+        await this.storage.deletePrefix(prefix);
+      } catch (err) {
+        this.logger.warn(`could not remove the files of deleted record ${prefix}; the sweep will`, err);
+      }
+    });
   }
+}
+
+/** Storage calls in flight at once while removing files: a bulk delete of 100,000 records must not open 100,000 at a time. */
+const REMOVAL_CONCURRENCY = 16;
+
+/** Runs `work` for every item, at most REMOVAL_CONCURRENCY at a time. */
+async function forEachLimited<T>(items: readonly T[], work: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(REMOVAL_CONCURRENCY, items.length) }, lane));
 }

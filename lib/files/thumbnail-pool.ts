@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { resolveWorkerFile } from '../resolve-worker-file.js';
 import type { ThumbnailBatchFunction, ThumbnailBatchInput, ThumbnailBatchResult, ThumbnailFunction } from './render-thumbnail.js';
 import type { ThumbnailJobMessage, ThumbnailResultMessage } from './thumbnail-worker.js';
 
@@ -113,7 +112,8 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
   }
 
   function startWorker(): Slot {
-    const worker = new Worker(resolveWorkerFile(), { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    // execArgv: [] so that the host's own node flags (an --input-type, a loader) never reach the worker.
+    const worker = new Worker(resolveWorkerFile(import.meta.url, './thumbnail-worker.js'), { execArgv: [], resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
     const slot: Slot = { worker };
     worker.on('message', (message: ThumbnailResultMessage) => {
       const job = slot.job;
@@ -180,20 +180,4 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
   }
 
   return { render, renderBatch, close };
-}
-
-/**
- * Where the worker's compiled JavaScript is. Normally it is the `.js` sibling of this module (in
- * dist/ after `npm run build`, or in the installed package). Under Jest this module runs from its
- * TypeScript source (lib/files/thumbnail-pool.ts), which has no `.js` sibling, and a worker thread
- * cannot load TypeScript; there we use the build in dist/ instead, and say so if it is missing.
- */
-function resolveWorkerFile(): URL {
-  const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new URL('./thumbnail-worker.js', here);
-  const compiled = new URL('../../dist/lib/files/thumbnail-worker.js', here);
-  if (!existsSync(compiled)) {
-    throw new Error(`The thumbnail worker is not built: ${fileURLToPath(compiled)} is missing (run npm run build).`);
-  }
-  return compiled;
 }

@@ -29,6 +29,7 @@ const keyOf = (collection: CollectionSchema, id: unknown) => `${collection.name}
 /** Unlinks or cascades every record that references one of `records` (docs/records-api.md). */
 async function detachReferences(run: DeleteRun, collection: CollectionSchema, records: readonly RecordValues[]): Promise<void> {
   const ids = records.map((r) => String(r.id));
+  const removedIds = new Set(ids);
   for (const back of run.registry.backRelations(collection)) {
     const referencing = (await run.store.selectByRelation({ collection: back.collection, field: back.field, ids, lock: true })).filter(
       (r) => !run.doomed.has(keyOf(back.collection, r.id)),
@@ -41,7 +42,7 @@ async function detachReferences(run: DeleteRun, collection: CollectionSchema, re
     }
     for (const ref of referencing) {
       const current = ref[back.field.name];
-      const next = back.field.multiple ? (current as string[]).filter((id) => !ids.includes(id)) : '';
+      const next = back.field.multiple ? (current as string[]).filter((id) => !removedIds.has(id)) : '';
       if (back.field.required && (next === '' || (Array.isArray(next) && next.length === 0))) {
         // Name the record only to a caller who may view it: the message must not reveal a record id
         // (or that one exists) that the caller's rules hide.

@@ -7,6 +7,7 @@ import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
 import type { RecordService, WriteInput } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
+import { currentDatabaseContext, runWithDatabaseContext } from '../db/database-context.js';
 
 /** A record as the API returns it: the same object an HTTP response holds. */
 export interface RecordModel {
@@ -102,6 +103,9 @@ export interface RecordsApiDeps {
   maxFileSize: number;
   /** Where streamed file inputs are spooled. */
   tempDir: string;
+  /** The statement bounds of calls made outside a request (lib/db/database-context.ts). */
+  statementTimeoutMs: number;
+  acquireTimeoutMs: number;
 }
 
 const FULL_LIST_BATCH = 1000;
@@ -122,6 +126,13 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       const d = await deps();
       return { ...d, collection: d.service.collection(nameOrId) };
     };
+    /**
+     * Runs a call with statement bounds: a call from a request (a hook's e.api) keeps that
+     * request's context (and its client-gone signal); a call from the host's own code gets the
+     * router's limits, so one API call cannot hold the database longer than a request could.
+     */
+    const bounded = <T>(work: () => Promise<T>): Promise<T> =>
+      currentDatabaseContext() ? work() : deps().then((d) => runWithDatabaseContext({ statementTimeoutMs: d.statementTimeoutMs, acquireTimeoutMs: d.acquireTimeoutMs }, work));
 
     async function present(d: RecordsApiDeps & { collection: CollectionSchema }, records: Parameters<RecordPresenter['present']>[0]['records'], caller: Caller, options: ApiOptions) {
       const shape = parseResponseShape({ fields: options.fields, expand: options.expand });
@@ -156,40 +167,39 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     }
 
     return {
-      getList,
+      getList: (page, perPage, options) => bounded(() => getList(page, perPage, options)),
       async getFullList(options = {}) {
         const d = await deps();
         const batch = Math.min(Math.max(1, Math.trunc(options.batch ?? FULL_LIST_BATCH)), d.maxPerPage);
         const all: RecordModel[] = [];
         for (let page = 1; ; page++) {
-          const result = await getList(page, batch, { ...options, skipTotal: true });
+          const result = await bounded(() => getList(page, batch, { ...options, skipTotal: true }));
           all.push(...result.items);
           if (result.items.length < batch) return all;
         }
       },
       async getFirstListItem(filter, options = {}) {
-        const result = await getList(1, 1, { ...options, filter, skipTotal: true });
+        const result = await bounded(() => getList(1, 1, { ...options, filter, skipTotal: true }));
         if (result.items.length === 0) throw new NotFoundError("The requested resource wasn't found.", 'record_not_found');
         return result.items[0]!;
       },
-      async getOne(id, options = {}) {
+      getOne: (id, options = {}) => bounded(async () => {
         const d = await resolve();
         parseResponseShape(options);
         const caller = callerFor(options, 'GET');
         const record = await d.service.view(d.collection, id, caller, context());
         return (await present(d, [record], caller, options))[0]!;
-      },
-      create(body, options = {}) {
-        return write(body, { ...options, method: 'POST' }, (d, input, caller) => d.service.create(d.collection, input, caller, context()));
-      },
-      update(id, body, options = {}) {
-        return write(body, { ...options, method: 'PATCH' }, (d, input, caller) => d.service.update(d.collection, id, input, caller, context()));
-      },
-      async delete(id, options = {}) {
-        const d = await resolve();
-        await d.service.delete(d.collection, id, callerFor(options, 'DELETE'), context());
-        return true;
-      },
+      }),
+      create: (body, options = {}) =>
+        bounded(() => write(body, { ...options, method: 'POST' }, (d, input, caller) => d.service.create(d.collection, input, caller, context()))),
+      update: (id, body, options = {}) =>
+        bounded(() => write(body, { ...options, method: 'PATCH' }, (d, input, caller) => d.service.update(d.collection, id, input, caller, context()))),
+      delete: (id, options = {}) =>
+        bounded(async () => {
+          const d = await resolve();
+          await d.service.delete(d.collection, id, callerFor(options, 'DELETE'), context());
+          return true as const;
+        }),
     };
   };
 
@@ -198,7 +208,7 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     async transaction(work) {
       if (unit) return work(api);
       const d = await deps();
-      return d.service.inUnit({}, async (txUnit) => {
+      const run = () => d.service.inUnit({}, async (txUnit) => {
         const txScope = { open: true };
         try {
           return await work(createRecordsApi(deps, txUnit, txScope));
@@ -206,6 +216,8 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
           txScope.open = false;
         }
       });
+      if (currentDatabaseContext()) return run();
+      return runWithDatabaseContext({ statementTimeoutMs: d.statementTimeoutMs, acquireTimeoutMs: d.acquireTimeoutMs }, run);
     },
   };
   return api;

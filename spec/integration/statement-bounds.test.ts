@@ -178,6 +178,19 @@ describe('statement bounds on Postgres', () => {
     expect((await timedGet(app.base + LIST)).status).toBe(200);
   }, 60_000);
 
+  test("the server API's calls are bounded too: a slow one fails with statement_timeout, nothing left running", async () => {
+    app = await startApp({ poolMax: 3, limits: { statementTimeoutMs: 1000 }, seed: true });
+    const started = Date.now();
+    const err = await app.router.api.collection('notes').getList(1, 30, { filter: SLOW_FILTER, skipTotal: true, as: 'superuser' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, code: 'statement_timeout' });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await activeStatements(app)).toEqual([]);
+    await expect(app.router.api.transaction((tx) => tx.collection('notes').getList(1, 30, { filter: SLOW_FILTER, skipTotal: true, as: 'superuser' }))).rejects.toMatchObject({
+      code: 'statement_timeout',
+    });
+    expect(await countInTransaction(app)).toBe(0);
+  }, 60_000);
+
   test('a statement whose client left is cancelled on the server, long before its end', async () => {
     app = await startApp({ poolMax: 3, limits: { statementTimeoutMs: 60_000 }, seed: true });
     const controller = new AbortController();
