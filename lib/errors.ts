@@ -58,6 +58,11 @@ export const ERROR_CODES = {
   batch_not_allowed: { status: 403, message: 'Batch requests are not allowed.' },
   invalid_batch: { status: 400, message: 'Invalid batch request data.' },
   batch_failed: { status: 400, message: 'Batch transaction failed.' },
+  invalid_subscription: { status: 400, message: 'Invalid realtime subscription.' },
+  realtime_client_not_found: { status: 404, message: 'Missing or invalid client id.' },
+  realtime_auth_mismatch: { status: 403, message: "The current and the previous request authorization don't match." },
+  realtime_too_many_clients: { status: 503, message: 'Too many realtime clients are connected to this instance; try again later.' },
+  realtime_unavailable: { status: 503, message: 'The instance holding this realtime client did not answer; try again.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A code of ERROR_CODES. */

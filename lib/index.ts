@@ -1,5 +1,5 @@
 export { createRecordsRouter, type RecordsRouter } from './router.js';
-export type { RecordsRouterOptions, Limits, FileSweepOptions } from './options.js';
+export type { RecordsRouterOptions, Limits, FileSweepOptions, RealtimeSettings } from './options.js';
 export { diskStorage, type DiskStorage, type DiskStorageOptions } from './files/disk-storage.js';
 export {
   StorageNotFoundError,

@@ -111,6 +111,26 @@ export interface RecordsRouterOptions {
    * Default `false`: a schema is information a deployment may not want to publish.
    */
   openapi?: boolean;
+  /**
+   * Realtime (`GET`/`POST /api/realtime`, docs/realtime.md): PocketBase's server-sent events, on
+   * one instance or several on one Postgres. `false` turns it off (the routes answer 404 and the
+   * change triggers are removed). Default: on, with the defaults of RealtimeSettings.
+   */
+  realtime?: Partial<RealtimeSettings> | false;
+}
+
+/** The realtime settings (docs/realtime.md, docs/configuration.md). */
+export interface RealtimeSettings {
+  /** Milliseconds between the `:` comment lines that keep idle streams open through proxies. Default 25,000. */
+  heartbeatMs: number;
+  /** Streams one instance holds at most; one more is a 503 `realtime_too_many_clients`. Default 10,000. */
+  maxClients: number;
+  /** Milliseconds between an instance's heartbeats in the registry; silent for 3x this, it counts as gone with its clients. Default 5,000. */
+  instanceHeartbeatMs: number;
+  /** How long a change stays in the outbox table before it is pruned, in milliseconds. Default 10 minutes. */
+  outboxRetentionMs: number;
+  /** Bytes a client's stream may have waiting to be sent; a client further behind is dropped. Default 4 MiB. */
+  maxClientBufferBytes: number;
 }
 
 /** When the sweep of unreferenced files runs, and which files it may remove. */
@@ -140,6 +160,7 @@ export interface ResolvedOptions {
   /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
   uploadTempDir: string;
   openapi: boolean;
+  realtime: RealtimeSettings | false;
 }
 
 const MIB = 1024 * 1024;
@@ -204,6 +225,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
     uploadTempDir: path.join(dataDir, 'uploads-tmp'),
     batch: resolveBatch(options.batch, maxBodySize),
     openapi: options.openapi ?? false,
+    realtime: resolveRealtime(options.realtime),
     limits: {
       maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
       maxBodySize,
@@ -227,5 +249,18 @@ function resolveBatch(batch: Partial<BatchSettings> | false | undefined, maxBody
     maxRequests: checkPositiveInteger('batch.maxRequests', batch?.maxRequests ?? 50),
     timeoutMs: checkPositiveInteger('batch.timeoutMs', batch?.timeoutMs ?? 3000),
     maxBodySize: checkPositiveInteger('batch.maxBodySize', batch?.maxBodySize ?? maxBodySize),
+  };
+}
+
+/** The realtime settings with defaults; `false` stays off. */
+function resolveRealtime(realtime: Partial<RealtimeSettings> | false | undefined): RealtimeSettings | false {
+  if (realtime === false) return false;
+  if (realtime !== undefined && (realtime === null || typeof realtime !== 'object')) throw new TypeError('realtime must be an object of settings or false');
+  return {
+    heartbeatMs: checkDuration('realtime.heartbeatMs', realtime?.heartbeatMs ?? 25_000),
+    maxClients: checkPositiveInteger('realtime.maxClients', realtime?.maxClients ?? 10_000),
+    instanceHeartbeatMs: checkDuration('realtime.instanceHeartbeatMs', realtime?.instanceHeartbeatMs ?? 5_000),
+    outboxRetentionMs: checkDuration('realtime.outboxRetentionMs', realtime?.outboxRetentionMs ?? 10 * 60 * 1000),
+    maxClientBufferBytes: checkPositiveInteger('realtime.maxClientBufferBytes', realtime?.maxClientBufferBytes ?? 4 * MIB),
   };
 }

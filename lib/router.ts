@@ -23,6 +23,8 @@ import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
 import { createRecordsRoutes } from './http/records-routes.js';
+import { createRealtimeRoutes } from './http/realtime-routes.js';
+import { RealtimeHub } from './realtime/realtime-hub.js';
 import { resolveOptions, type Limits, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
 import { RecordService } from './records/record-service.js';
@@ -39,7 +41,10 @@ export interface RecordsRouter extends Router {
    * rules, validation, files and hooks as HTTP. Calls made before `ready` wait for it.
    */
   readonly api: RecordsApi;
-  /** Releases what the router owns (the embedded database, thumbnail workers, the sweep timer). A database you passed in stays open. */
+  /**
+   * Releases what the router owns (the embedded database, thumbnail workers, the sweep timer) and
+   * ends every realtime stream. A database you passed in stays open.
+   */
   close(): Promise<void>;
 }
 
@@ -62,12 +67,13 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   // Workers start on the first thumbnail, so a router that never makes one never starts them.
   const pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
   let sweeper: { stop(): Promise<void> } | undefined;
+  let hub: RealtimeHub | undefined;
 
   const ready = (async () => {
     if (database) checkDatabaseConnection(database);
     database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
     installStatementBounds(database);
-    await syncDatabaseSchema(database, registry.collections);
+    await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false });
     const fileTokens = createFileTokens({
       secret: await loadFileTokenSecret({
         secret: resolved.fileTokenSecret,
@@ -141,6 +147,17 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         }),
       }),
     );
+    if (resolved.realtime) {
+      hub = await RealtimeHub.start({ db: database, registry, presenter, settings: resolved.realtime, limits: resolved.limits, logger });
+      combined.use(
+        createRealtimeRoutes({
+          hub,
+          resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
+          maxBodySize: resolved.limits.maxBodySize,
+          readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
+        }),
+      );
+    }
     combined.use(createApiFallbackRoutes());
     routes = combined;
     if (resolved.fileSweep) sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
@@ -180,6 +197,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.close = () => {
     closing ??= (async () => {
       await ready.catch(() => undefined);
+      await hub?.close();
       await sweeper?.stop();
       await pool?.close();
       if (ownsDatabase && database) await database.destroy();

@@ -36,6 +36,9 @@ export class EmbeddedKnexClient extends ClientPg {
   private readonly sessions = new WeakMap<object, EmbeddedSession>();
   /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
   private lost: Error | undefined;
+  /** Channels every connection LISTENs on, and who hears their notifications (realtime, lib/realtime/change-listener.ts). */
+  private readonly channels = new Set<string>();
+  private readonly notificationHandlers = new Set<(channel: string, payload: string) => void>();
 
   constructor(config: Knex.Config & { embedded: EmbeddedClientOptions }) {
     super({ ...config, client: 'pg', connection: {}, pool: { min: 1, max: 1 } });
@@ -63,13 +66,43 @@ export class EmbeddedKnexClient extends ClientPg {
     connection.on('error', (error) => (connection.__knex__disposed = error));
     connection.on('end', () => (connection.__knex__disposed ??= 'Connection ended unexpectedly'));
     this.sessions.set(connection, session);
+    // The embedded engine's only session is the pool's one connection: it LISTENs itself, and
+    // Postgres delivers a session's own notifications to it once the transaction commits.
+    connection.on('notification', (message) => {
+      for (const handler of this.notificationHandlers) handler(message.channel, message.payload ?? '');
+    });
     try {
       await connection.connect();
+      for (const channel of this.channels) await connection.query(`LISTEN "${channel}"`);
     } catch (error) {
       await session.terminate(error as Error);
       throw error;
     }
     return connection;
+  }
+
+  /**
+   * Hears `channels` on the one connection, now and on every connection that replaces it (a
+   * restarted worker). Channel names are recordbase's own (letters, digits, underscores). Returns
+   * the function that stops hearing them.
+   */
+  async listen(channels: readonly string[], handler: (channel: string, payload: string) => void): Promise<() => Promise<void>> {
+    for (const channel of channels) {
+      if (!/^[a-z0-9_]+$/.test(channel)) throw new Error(`recordbase: refusing to LISTEN on ${JSON.stringify(channel)}`);
+    }
+    this.notificationHandlers.add(handler);
+    const added = channels.filter((channel) => !this.channels.has(channel));
+    for (const channel of added) this.channels.add(channel);
+    const connection = (await this.acquireConnection()) as EmbeddedConnection;
+    try {
+      for (const channel of added) await connection.query(`LISTEN "${channel}"`);
+    } finally {
+      await this.releaseConnection(connection);
+    }
+    return async () => {
+      this.notificationHandlers.delete(handler);
+      for (const channel of added) this.channels.delete(channel);
+    };
   }
 
   override async destroyRawConnection(connection: EmbeddedConnection): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
+import { captureTriggerStatements, realtimeTableStatements } from '../realtime/outbox-schema.js';
 import { META_TABLE, planMigration, SETTINGS_TABLE, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 
 /** One constant key: every recordbase instance on a database serialises its schema sync on it. */
@@ -43,9 +44,12 @@ export async function planDatabaseSync(db: Knex, collections: readonly Collectio
 /**
  * Brings the database up to date with the declared collections, in one transaction under an
  * advisory lock so that several instances starting together apply the plan once. Throws the
- * planner's SchemaError on an unsafe change, leaving the database untouched.
+ * planner's SchemaError on an unsafe change, leaving the database untouched. With `realtime`
+ * (the default) it also makes realtime's tables and installs the change-capture triggers on every
+ * collection table (lib/realtime/outbox-schema.ts); without, it removes those triggers.
  */
-export async function syncDatabaseSchema(db: Knex, collections: readonly CollectionSchema[]): Promise<MigrationPlan> {
+export async function syncDatabaseSchema(db: Knex, collections: readonly CollectionSchema[], options: { realtime?: boolean } = {}): Promise<MigrationPlan> {
+  const realtime = options.realtime ?? true;
   return db.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
     const plan = planMigration(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
@@ -57,6 +61,7 @@ export async function syncDatabaseSchema(db: Knex, collections: readonly Collect
         .onConflict('name')
         .merge();
     }
+    for (const statement of [...(realtime ? realtimeTableStatements() : []), ...captureTriggerStatements(collections, realtime)]) await trx.raw(statement);
     return plan;
   });
 }

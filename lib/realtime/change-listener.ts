@@ -1,0 +1,110 @@
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import type { Logger } from '../http/logger.js';
+
+/** What the listener reports: a notification, and "(re)connected: read what you may have missed". */
+export interface ListenerEvents {
+  onNotification(channel: string, payload: string): void;
+  onConnected(): void;
+}
+
+/** A running listener; `close()` stops it for good. */
+export interface ChangeListener {
+  close(): Promise<void>;
+}
+
+/** What `pg_stat_activity.application_name` shows for an instance's listening connection. */
+export const LISTENER_APPLICATION_NAME = 'recordbase-realtime';
+
+/** Reconnect delays after the listening connection is lost: doubling from the first, capped at the last. */
+const RECONNECT_DELAYS_MS = [100, 5_000] as const;
+
+/** The embedded client's own notification hook (lib/db/embedded-knex-client.ts). */
+interface EmbeddedListenClient {
+  listen(channels: readonly string[], handler: (channel: string, payload: string) => void): Promise<() => Promise<void>>;
+}
+
+function isEmbedded(client: unknown): client is EmbeddedListenClient {
+  return typeof (client as Partial<EmbeddedListenClient>).listen === 'function';
+}
+
+/**
+ * LISTENs on `channels` and reports what arrives. On Postgres: one dedicated connection, outside
+ * the pool (a pooled one could be recycled, or sit behind a transaction-pooling proxy), named
+ * `recordbase-realtime`; when it drops it is reopened with backoff, re-LISTENed, and `onConnected`
+ * tells the hub to catch up from its kept position. On the embedded engine: the one connection
+ * the pool holds (lib/db/embedded-knex-client.ts), the same events.
+ */
+export async function startChangeListener(options: { db: Knex; channels: readonly string[]; events: ListenerEvents; logger: Logger }): Promise<ChangeListener> {
+  const { db, channels, events, logger } = options;
+  if (isEmbedded(db.client)) {
+    const stop = await db.client.listen(channels, events.onNotification);
+    events.onConnected();
+    return { close: stop };
+  }
+  const client = db.client as Knex.Client & { acquireRawConnection(): Promise<pg.Client>; destroyRawConnection(connection: pg.Client): Promise<void> };
+  let closed = false;
+  let connection: pg.Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const connect = async (): Promise<void> => {
+    const next = await client.acquireRawConnection();
+    let lost = false;
+    const onLost = (reason: unknown) => {
+      if (lost) return;
+      lost = true;
+      if (connection === next) connection = undefined;
+      next.removeAllListeners('notification');
+      void next.end().catch(() => undefined);
+      if (closed) return;
+      logger.warn(`realtime: the listening connection was lost (${reason instanceof Error ? reason.message : String(reason)}); reconnecting`);
+      schedule();
+    };
+    next.on('error', onLost);
+    next.on('end', () => onLost('connection ended'));
+    next.on('notification', (message: pg.Notification) => events.onNotification(message.channel, message.payload ?? ''));
+    try {
+      await next.query(`SET application_name = '${LISTENER_APPLICATION_NAME}'`);
+      for (const channel of channels) await next.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      onLost(error);
+      throw error;
+    }
+    if (closed) {
+      await next.end().catch(() => undefined);
+      return;
+    }
+    connection = next;
+    failures = 0;
+    events.onConnected();
+  };
+
+  const schedule = () => {
+    if (closed || retryTimer) return;
+    const delay = Math.min(RECONNECT_DELAYS_MS[0] * 2 ** failures, RECONNECT_DELAYS_MS[1]);
+    failures++;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      connect().catch((error: unknown) => {
+        logger.warn(`realtime: could not reopen the listening connection (${error instanceof Error ? error.message : String(error)}); retrying`);
+        schedule();
+      });
+    }, delay);
+    retryTimer.unref();
+  };
+
+  await connect();
+  return {
+    async close() {
+      closed = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      const last = connection;
+      connection = undefined;
+      if (last) {
+        last.removeAllListeners('end');
+        await last.end().catch(() => undefined);
+      }
+    },
+  };
+}

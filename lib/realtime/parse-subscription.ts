@@ -1,0 +1,90 @@
+import { BadRequestError, RecordbaseError } from '../errors.js';
+import { parseResponseShape, type ResponseShape } from '../records/present-records.js';
+import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+
+/**
+ * One subscription string as a client sent it (DESIGN 12): `{collection}/*`, `{collection}/{id}`
+ * or the legacy `{collection}`, the collection by name or id, optionally followed by
+ * `?options=<url-encoded JSON {"query": {...}, "headers": {...}}>`.
+ */
+export interface Subscription {
+  /** Exactly as sent: the `event:` of every message for it. */
+  readonly raw: string;
+  /** Undefined for a topic that names no collection (`PB_CONNECT`, a typo): accepted, never delivered. */
+  readonly collection?: CollectionSchema;
+  /** The record of a `{collection}/{id}` topic (view rule); undefined for `*` (list rule). */
+  readonly recordId?: string;
+  /** `options.query`, every value as a string: `@request.query.*` in rules, and filter/expand/fields. */
+  readonly query: Record<string, string>;
+  /** `options.query.filter`, one more condition. */
+  readonly filter?: string;
+  /** `options.query.expand` and `options.query.fields`. */
+  readonly shape: ResponseShape;
+  /** `options.query.expand` and `options.query.fields` as sent: messages are shaped once per distinct pair. */
+  readonly shapeKey: string;
+}
+
+/** DESIGN 12's bounds on a subscription set. */
+export const MAX_SUBSCRIPTIONS = 1000;
+export const MAX_SUBSCRIPTION_LENGTH = 2500;
+
+/** PocketBase casts every query value to a string (Go's cast.ToString): numbers and booleans as written, objects as JSON. */
+function queryValue(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+function refuse(raw: string, reason: string, cause?: unknown): never {
+  throw new BadRequestError(`Invalid subscription ${JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}...` : raw)}: ${reason}`, 'invalid_subscription', cause);
+}
+
+function readOptions(raw: string, search: string): { query: Record<string, string> } {
+  let text: string | null;
+  try {
+    text = new URLSearchParams(search).get('options');
+  } catch (err) {
+    refuse(raw, 'the options are not url-encoded', err);
+  }
+  if (text === null || text === '') return { query: Object.create(null) };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    refuse(raw, 'options is not valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) refuse(raw, 'options must be a JSON object');
+  const query: Record<string, string> = Object.create(null);
+  const given = (parsed as { query?: unknown }).query;
+  if (given !== undefined && given !== null) {
+    if (typeof given !== 'object' || Array.isArray(given)) refuse(raw, 'options.query must be an object');
+    for (const [key, value] of Object.entries(given)) query[key] = queryValue(value);
+  }
+  return { query };
+}
+
+/**
+ * Parses one subscription string; throws a 400 `invalid_subscription` naming it when it cannot
+ * be served (control characters, which would break the event framing; malformed options; a bad
+ * `expand` or `fields`). The filter is checked by the caller, who knows the identity.
+ */
+export function parseSubscription(raw: string, registry: SchemaRegistry): Subscription {
+  if (/[\r\n\0]/.test(raw)) refuse(raw, 'it contains a line break or NUL character');
+  const question = raw.indexOf('?');
+  const topic = question < 0 ? raw : raw.slice(0, question);
+  const { query } = readOptions(raw, question < 0 ? '' : raw.slice(question + 1));
+  let shape: ResponseShape;
+  try {
+    shape = parseResponseShape({ fields: query.fields, expand: query.expand });
+  } catch (err) {
+    if (err instanceof RecordbaseError) refuse(raw, err.message, err);
+    throw err;
+  }
+  const shapeKey = JSON.stringify([query.expand ?? '', query.fields ?? '']);
+  const filter = query.filter !== undefined && query.filter.trim() !== '' ? query.filter : undefined;
+  const slash = topic.indexOf('/');
+  const collection = registry.get(slash < 0 ? topic : topic.slice(0, slash));
+  const rest = slash < 0 ? '*' : topic.slice(slash + 1);
+  return { raw, collection, recordId: rest === '*' ? undefined : rest, query, filter, shape, shapeKey };
+}

@@ -1,0 +1,74 @@
+import type { Response } from 'express';
+
+/** How a stream is kept: heartbeat period, and how far behind a client may fall before it is dropped. */
+export interface SseStreamOptions {
+  heartbeatMs: number;
+  maxBufferBytes: number;
+  /** Called once when the stream ends, whoever ended it. */
+  onClose(): void;
+}
+
+/** `id:<clientId>\nevent:<event>\ndata:<data>\n\n`: PocketBase's framing; the SDK reads the clientId from `id:`. */
+export function frameMessage(clientId: string, event: string, data: string): string {
+  return `id:${clientId}\nevent:${event}\ndata:${data}\n\n`;
+}
+
+/**
+ * One client's server-sent-events response: the headers and PB_CONNECT at once, a `:` comment
+ * every heartbeat (EventSource ignores it; proxies see traffic), and a bound on what may wait to
+ * be written: a client that does not read is dropped rather than buffered without end.
+ */
+export class SseStream {
+  private closed = false;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    readonly clientId: string,
+    private readonly res: Response,
+    private readonly options: SseStreamOptions,
+  ) {
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream');
+    res.setHeader('Cache-Control', 'no-store, no-transform');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    res.socket?.setNoDelay(true);
+    res.socket?.setTimeout(0);
+    res.on('close', () => this.end());
+    this.write(frameMessage(clientId, 'PB_CONNECT', JSON.stringify({ clientId })));
+    this.heartbeat = setInterval(() => this.write(':\n\n'), options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
+  /** Writes one message; false when the stream is closed or was just dropped for being too far behind. */
+  send(event: string, data: string): boolean {
+    return this.write(frameMessage(this.clientId, event, data));
+  }
+
+  /** Writes already framed text (several messages joined); false as for send. */
+  write(text: string): boolean {
+    if (this.closed) return false;
+    if (this.res.writableLength > this.options.maxBufferBytes) {
+      this.res.destroy();
+      this.end();
+      return false;
+    }
+    this.res.write(text);
+    (this.res as Response & { flush?: () => void }).flush?.();
+    return true;
+  }
+
+  /** Ends the response (close(), or the client was dropped); idempotent. */
+  end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    if (!this.res.writableEnded) this.res.end();
+    this.options.onClose();
+  }
+}
