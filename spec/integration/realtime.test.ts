@@ -1,7 +1,7 @@
 import type { CollectionDefinition } from '../../lib/index.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { openSse, type SseConnection } from '../support/sse-reader.js';
-import { startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
+import { startSiblingRouter, startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 
 /** DESIGN 12 over a listening server: the wire format, rules, every kind of write, limits. */
@@ -318,6 +318,70 @@ describe.each(testEngines())('realtime on %s', (engine) => {
     } finally {
       db.off('query', count);
       for (const id of identities) delete TEST_IDENTITIES[`token-${id}`];
+    }
+  });
+});
+
+describe.each(testEngines().filter((e) => e === 'postgres'))('realtime across connections and routers on %s', (engine) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp(engine, { collections: collections() });
+  });
+  afterAll(async () => {
+    await app?.router.close();
+    await app?.close();
+  });
+
+  async function stream(subscriptions: string[], via = app.http) {
+    const sse = await openSse(`${app.baseUrl}/backend/api/realtime`);
+    const clientId = await sse.clientId();
+    expect((await via.post('/backend/api/realtime').send({ clientId, subscriptions })).status).toBe(204);
+    return sse;
+  }
+
+  test('two interleaved transactions, the later-started committing first: both delivered once each, per-record order kept', async () => {
+    const sse = await stream(['parents/*', 'posts/*']);
+    const db = app.database.db;
+    const first = await db.transaction();
+    const second = await db.transaction();
+    try {
+      await first.raw("INSERT INTO posts (id, title, created, updated) VALUES ('txfirst00000001', 'first', now(), now())");
+      await first.raw("UPDATE posts SET n = 1 WHERE id = 'txfirst00000001'");
+      await second.raw("INSERT INTO posts (id, title, created, updated) VALUES ('txsecond0000001', 'second', now(), now())");
+      await second.commit();
+      await first.raw("UPDATE posts SET n = 2 WHERE id = 'txfirst00000001'");
+      await first.commit();
+    } catch (err) {
+      await first.rollback().catch(() => undefined);
+      await second.rollback().catch(() => undefined);
+      throw err;
+    }
+    await db('posts').where('id', 'txfirst00000001').update({ n: 3 });
+    await sse.next((e) => e.event === 'posts/*' && e.data!.includes('"n":3'));
+    // Two safety polls later nothing came twice.
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    const seen = sse.messages('posts/*').map((m) => `${m.data.action} ${m.data.record.id} ${m.data.record.n}`);
+    expect(seen.filter((x) => x.includes('txsecond'))).toEqual(['create txsecond0000001 null']);
+    expect(seen.filter((x) => x.includes('txfirst'))).toEqual(['create txfirst00000001 null', 'update txfirst00000001 1', 'update txfirst00000001 2', 'update txfirst00000001 3']);
+    sse.close();
+  });
+
+  test('a POST through another router reaches the stream here; writes through either router are delivered', async () => {
+    const sibling = await startSiblingRouter(app, { collections: collections() });
+    try {
+      const sse = await stream(['posts/*'], sibling.http);
+      const created = await sibling.http.post(api('posts/records')).send({ title: 'via sibling' });
+      expect(created.status).toBe(200);
+      const e = await sse.next((x) => x.event === 'posts/*');
+      expect(JSON.parse(e.data!).record.id).toBe(created.body.id);
+      const clientId = await sse.clientId();
+      const lock = await sibling.http.post('/backend/api/realtime').set('Authorization', 'token-alice').send({ clientId, subscriptions: ['posts/*'] });
+      expect(lock.status).toBe(204);
+      const mismatch = await sibling.http.post('/backend/api/realtime').set('Authorization', 'token-bob').send({ clientId, subscriptions: ['posts/*'] });
+      expect(mismatch.status).toBe(403);
+      sse.close();
+    } finally {
+      await sibling.close();
     }
   });
 });
