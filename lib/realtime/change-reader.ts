@@ -40,11 +40,11 @@ export class ChangeReader {
   }
 
   /**
-   * Reads every change that became final since the last call, handing each to `deliver` in
-   * order. A failure (the database went away, or `deliver` threw) keeps the window and the last
+   * Reads every change of the `wanted` collections (tables) that became final since the last
+   * call, handing each to `deliver` in order. A failure (the database went away, or `deliver` threw) keeps the window and the last
    * change delivered, so the next call resumes after it: nothing skipped, nothing handed over twice.
    */
-  async readNew(deliver: (change: Change) => Promise<void>): Promise<number> {
+  async readNew(deliver: (change: Change) => Promise<void>, wanted: () => readonly string[]): Promise<number> {
     if (this.position === undefined) throw new Error('ChangeReader.readNew before start');
     const from = this.position;
     if (!this.window) {
@@ -56,10 +56,14 @@ export class ChangeReader {
     const to = window.to;
     let total = 0;
     for (;;) {
+      // Only the collections someone here subscribes to (asked per page: a subscription applied
+      // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
+      const collections = wanted();
+      if (collections.length === 0) break;
       const result: { rows: { seq: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
         `SELECT "seq"::text AS "seq", "collection", "record_id", "action", "row" FROM ${q(OUTBOX_TABLE)}
-          WHERE "tx" >= ?::xid8 AND "tx" < ?::xid8 AND "seq" > ?::bigint ORDER BY "seq" LIMIT ${PAGE_SIZE}`,
-        [from, to, window.after],
+          WHERE "tx" >= ?::xid8 AND "tx" < ?::xid8 AND "seq" > ?::bigint AND "collection" = ANY(?::text[]) ORDER BY "seq" LIMIT ${PAGE_SIZE}`,
+        [from, to, window.after, [...collections]],
       );
       const rows = result.rows;
       for (const r of rows) {
