@@ -60,15 +60,16 @@ export class ChangeReader {
       // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
       const collections = wanted();
       if (collections.length === 0) break;
-      const result: { rows: { seq: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
-        `SELECT "seq"::text AS "seq", "collection", "record_id", "action", "row" FROM ${q(OUTBOX_TABLE)}
-          WHERE "tx" >= ?::xid8 AND "tx" < ?::xid8 AND "seq" > ?::bigint AND "collection" = ANY(?::text[]) ORDER BY "seq" LIMIT ${PAGE_SIZE}`,
+      const result: { rows: { seq_text: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
+        // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
+        `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row" FROM ${q(OUTBOX_TABLE)} AS o
+          WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ${PAGE_SIZE}`,
         [from, to, window.after, [...collections]],
       );
       const rows = result.rows;
       for (const r of rows) {
-        await deliver({ seq: r.seq, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row });
-        window.after = r.seq;
+        await deliver({ seq: r.seq_text, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row });
+        window.after = r.seq_text;
         total++;
       }
       if (rows.length < PAGE_SIZE) break;
