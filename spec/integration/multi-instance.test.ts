@@ -94,7 +94,17 @@ describe.each(storages)('three instances on one Postgres and one %s storage, beh
   test('concurrent starts made one schema and one file-token secret', async () => {
     expect(await database.db.select('key').from(SETTINGS_TABLE)).toEqual([{ key: 'file_token_secret' }]);
     const tables = await database.db.select('table_name').from('information_schema.tables').whereRaw('table_schema = current_schema()').orderBy('table_name');
-    expect(tables.map((row: { table_name: string }) => row.table_name)).toEqual(['_rb_collections', '_recordbase_settings', 'albums', 'gallery', 'sealed', 'vault']);
+    expect(tables.map((row: { table_name: string }) => row.table_name)).toEqual([
+      '_rb_collections',
+      '_recordbase_realtime_clients',
+      '_recordbase_realtime_instances',
+      '_recordbase_realtime_outbox',
+      '_recordbase_settings',
+      'albums',
+      'gallery',
+      'sealed',
+      'vault',
+    ]);
   });
 
   test('a record written through one instance is read through every other', async () => {
