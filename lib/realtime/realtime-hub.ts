@@ -122,6 +122,9 @@ export class RealtimeHub {
       hub.timers.push(timer);
     };
     every(SAFETY_POLL_MS, async () => hub.requestRead());
+    every(options.settings.heartbeatMs, async () => {
+      for (const client of hub.clients.values()) client.stream?.heartbeat();
+    });
     every(options.settings.instanceHeartbeatMs, () => hub.beat());
     return hub;
   }
@@ -149,7 +152,6 @@ export class RealtimeHub {
     }
     this.clients.set(client.id, client);
     client.stream = new SseStream(client.id, res, {
-      heartbeatMs: this.options.settings.heartbeatMs,
       maxBufferBytes: this.options.settings.maxClientBufferBytes,
       onClose: () => this.forget(client),
     });

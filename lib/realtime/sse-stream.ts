@@ -1,8 +1,7 @@
 import type { Response } from 'express';
 
-/** How a stream is kept: heartbeat period, and how far behind a client may fall before it is dropped. */
+/** How far behind a client may fall before it is dropped, and who hears that the stream ended. */
 export interface SseStreamOptions {
-  heartbeatMs: number;
   maxBufferBytes: number;
   /** Called once when the stream ends, whoever ended it. */
   onClose(): void;
@@ -14,13 +13,13 @@ export function frameMessage(clientId: string, event: string, data: string): str
 }
 
 /**
- * One client's server-sent-events response: the headers and PB_CONNECT at once, a `:` comment
- * every heartbeat (EventSource ignores it; proxies see traffic), and a bound on what may wait to
- * be written: a client that does not read is dropped rather than buffered without end.
+ * One client's server-sent-events response: the headers and PB_CONNECT at once, a `:` comment on
+ * each `heartbeat()` (EventSource ignores it; proxies see traffic; the hub beats every stream from
+ * one timer), and a bound on what may wait to be written: a client that does not read is dropped
+ * rather than buffered without end.
  */
 export class SseStream {
   private closed = false;
-  private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
     readonly clientId: string,
@@ -37,8 +36,11 @@ export class SseStream {
     res.socket?.setTimeout(0);
     res.on('close', () => this.end());
     this.write(frameMessage(clientId, 'PB_CONNECT', JSON.stringify({ clientId })));
-    this.heartbeat = setInterval(() => this.write(':\n\n'), options.heartbeatMs);
-    this.heartbeat.unref();
+  }
+
+  /** Writes the keep-alive comment line. */
+  heartbeat(): void {
+    this.write(':\n\n');
   }
 
   get isOpen(): boolean {
@@ -67,7 +69,6 @@ export class SseStream {
   end(): void {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.heartbeat);
     if (!this.res.writableEnded) this.res.end();
     this.options.onClose();
   }
