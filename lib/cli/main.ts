@@ -109,7 +109,7 @@ async function migrate(args: string[]): Promise<void> {
   } else {
     const db = openConfiguredDatabase(options);
     try {
-      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections);
+      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections, { realtime: options.realtime !== false });
     } finally {
       await db.destroy();
     }
