@@ -28,6 +28,8 @@ export function instanceChannel(instanceId: string): string {
  * 100,000 rows is one INSERT ... SELECT into the outbox and one notification, not 100,000 trigger
  * calls. `SET search_path FROM CURRENT` pins the schema the function was made in, so the outbox it
  * writes is the one beside the collection tables whatever the writing session's search_path.
+ * `to_jsonb(n.*)`, not `to_jsonb(n)`: a collection may have a field named `n`, and a bare name
+ * means the column before the row.
  */
 export function realtimeTableStatements(): string[] {
   return [
@@ -40,9 +42,9 @@ export function realtimeTableStatements(): string[] {
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o) FROM rb_old o;
+    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o.*) FROM rb_old AS o;
   ELSE
-    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n) FROM rb_new n;
+    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n.*) FROM rb_new AS n;
   END IF;
   IF FOUND THEN
     PERFORM pg_notify('${CHANGES_CHANNEL}', '');
