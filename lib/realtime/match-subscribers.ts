@@ -19,60 +19,81 @@ function keyOf(condition: SqlFragment): string {
   return `${condition.sql}\u0000${JSON.stringify(condition.bindings)}`;
 }
 
+/** Which conditions hold for the row, and which could not be evaluated (they count as not holding). */
+export interface MatchResult {
+  holds: boolean[];
+  failed: boolean[];
+}
+
 /**
  * Decides, for one change of `collection` whose row (as stored, `to_jsonb`) is `row`, which of
  * `conditions` hold: identical conditions (the same SQL and bindings) are evaluated once, and all
  * distinct ones together in one statement per 500 against the row rebuilt with its column types
  * (`jsonb_populate_record(NULL::table, row) AS r`), so the rule checks of 1,000 subscribers cost
- * one or two statements, not 1,000. Relations in a rule read the real tables as usual. A
- * statement that fails (one subscriber's filter errs at run time, a regular expression for
- * instance) is retried one condition at a time, so one bad filter cannot silence the others; a
- * condition that still fails does not hold. Returns one boolean per entry of `conditions`.
+ * one or two statements, not 1,000. Relations in a rule read the real tables as usual.
+ *
+ * A statement that fails (one subscriber's filter errs or runs past the statement timeout) is
+ * split in halves until the failing conditions are alone, so one bad filter cannot silence the
+ * others; those are reported in `failed` (the caller stops evaluating them). When every condition
+ * failed and the database does not answer `SELECT 1` either, the error is thrown instead, so the
+ * change is read again once the database is back.
  */
-export async function matchConditions(db: Knex, collection: CollectionSchema, row: Record<string, unknown>, conditions: readonly Conditions[]): Promise<boolean[]> {
-  const distinct = new Map<string, { fragment: SqlFragment; holds: boolean }>();
+export async function matchConditions(db: Knex, collection: CollectionSchema, row: Record<string, unknown>, conditions: readonly Conditions[]): Promise<MatchResult> {
+  const distinct = new Map<string, Entry>();
   const keys = conditions.map((c) => {
     if (c === 'denied' || c.length === 0) return undefined;
     const fragment = c.length === 1 ? c[0] : joinSql(c.map((f) => ({ sql: `(${f.sql})`, bindings: f.bindings })), ' AND ');
     const key = keyOf(fragment);
-    if (!distinct.has(key)) distinct.set(key, { fragment, holds: false });
+    if (!distinct.has(key)) distinct.set(key, { fragment, holds: false, failed: false });
     return key;
   });
-  const pending = [...distinct.values()];
   const rowJson = JSON.stringify(row);
-  let chunk: typeof pending = [];
-  let bindings = 0;
-  const flush = async () => {
-    if (chunk.length === 0) return;
-    const current = chunk;
-    chunk = [];
-    bindings = 0;
+  let firstError: unknown;
+  const run = async (entries: Entry[]): Promise<void> => {
     try {
-      const results = await evaluate(db, collection, rowJson, current.map((e) => e.fragment));
-      current.forEach((entry, i) => (entry.holds = results[i]));
+      const results = await evaluate(db, collection, rowJson, entries.map((e) => e.fragment));
+      entries.forEach((entry, i) => (entry.holds = results[i]));
     } catch (error) {
-      let failures = 0;
-      for (const entry of current) {
-        try {
-          entry.holds = current.length === 1 ? false : (await evaluate(db, collection, rowJson, [entry.fragment]))[0];
-          if (current.length === 1) failures++;
-        } catch {
-          failures++;
-          entry.holds = false;
-        }
+      firstError ??= error;
+      if (entries.length === 1) {
+        entries[0].failed = true;
+        return;
       }
-      // Every condition failed on its own: a bad filter, or the database is gone? Ask it something
-      // trivial; if that fails too, the change is read again once it is back.
-      if (failures === current.length) await db.raw('SELECT 1');
+      const half = Math.ceil(entries.length / 2);
+      await run(entries.slice(0, half));
+      await run(entries.slice(half));
     }
   };
-  for (const entry of pending) {
-    if (chunk.length >= MAX_CONDITIONS_PER_STATEMENT || (chunk.length > 0 && bindings + entry.fragment.bindings.length > MAX_BINDINGS_PER_STATEMENT)) await flush();
+  let chunk: Entry[] = [];
+  let bindings = 0;
+  for (const entry of distinct.values()) {
+    if (chunk.length >= MAX_CONDITIONS_PER_STATEMENT || (chunk.length > 0 && bindings + entry.fragment.bindings.length > MAX_BINDINGS_PER_STATEMENT)) {
+      await run(chunk);
+      chunk = [];
+      bindings = 0;
+    }
     chunk.push(entry);
     bindings += entry.fragment.bindings.length;
   }
-  await flush();
-  return conditions.map((c, i) => (c === 'denied' ? false : c.length === 0 ? true : distinct.get(keys[i]!)!.holds));
+  if (chunk.length > 0) await run(chunk);
+  const entries = [...distinct.values()];
+  if (entries.length > 0 && entries.every((e) => e.failed)) {
+    try {
+      await db.raw('SELECT 1');
+    } catch {
+      throw firstError;
+    }
+  }
+  return {
+    holds: conditions.map((c, i) => (c === 'denied' ? false : c.length === 0 ? true : distinct.get(keys[i]!)!.holds)),
+    failed: conditions.map((c, i) => keys[i] !== undefined && distinct.get(keys[i]!)!.failed),
+  };
+}
+
+interface Entry {
+  fragment: SqlFragment;
+  holds: boolean;
+  failed: boolean;
 }
 
 async function evaluate(db: Knex, collection: CollectionSchema, rowJson: string, fragments: readonly SqlFragment[]): Promise<boolean[]> {

@@ -64,6 +64,8 @@ interface LocalSubscription {
   readonly caller: Caller;
   /** Compiled once per subscription unless the rule or filter reads the clock. */
   conditions?: Conditions;
+  /** Set when its condition failed on a row: it stays 'denied'. */
+  broken?: boolean;
   readonly cacheable: boolean;
 }
 
@@ -333,12 +335,20 @@ export class RealtimeHub {
     if (!collection || !subscribed || subscribed.size === 0) return;
     const candidates = [...subscribed].filter((local) => local.sub.recordId === undefined || local.sub.recordId === change.recordId);
     if (candidates.length === 0) return;
-    const holds = await matchConditions(
+    const { holds, failed } = await matchConditions(
       this.options.db,
       collection,
       change.row,
       candidates.map((local) => this.conditionsOf(local)),
     );
+    candidates.forEach((local, i) => {
+      if (!failed[i]) return;
+      // Its rule or filter fails (or runs past the statement timeout) on a real row: it receives
+      // nothing more, so that it costs its failure once, not on every change.
+      local.conditions = 'denied';
+      local.broken = true;
+      this.report(`realtime: the subscription "${local.sub.raw.slice(0, 200)}" of client ${local.client.id} fails its rule check and receives nothing more`, 'its condition failed');
+    });
     const groups = new Map<string, LocalSubscription[]>();
     candidates.forEach((local, i) => {
       if (!holds[i] || !local.client.stream?.isOpen) return;
@@ -366,7 +376,7 @@ export class RealtimeHub {
   }
 
   private conditionsOf(local: LocalSubscription): Conditions {
-    if (local.conditions !== undefined && local.cacheable) return local.conditions;
+    if (local.conditions !== undefined && (local.cacheable || local.broken)) return local.conditions;
     const { registry } = this.options;
     let conditions: Conditions;
     try {
