@@ -241,6 +241,9 @@ export async function runRealtimeBench(config: RealtimeBenchConfig): Promise<voi
       );
     }
   } finally {
+    // The schema is the main bench's too: leave it without capture triggers, as a router with
+    // realtime off leaves it (the main bench's own app installs them again if realtime is on).
+    await stopServer(await startApp('realtime-off', { BENCH_DATABASE_URL: config.url, BENCH_SCHEMA: schema, BENCH_DATA_DIR: dataDir, BENCH_REALTIME: 'off' })).catch((error: unknown) => console.error(error));
     const removed = await removeBenchWrites(config.url, schema);
     await rm(dataDir, { recursive: true, force: true });
     console.log(`cleanup: removed ${removed} rows written by the run and ${dataDir}`);

@@ -121,7 +121,19 @@ async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Pr
   );
 }
 
-function post(url: string, path: string, body: string, token?: string): Promise<{ status: number; text: string }> {
+/**
+ * A JSON POST on a kept-alive connection. `retry`: once more on a connection reset, which is the
+ * server closing an idle kept-alive socket just as it is reused (safe for the subscription POST,
+ * which sets the same set again; not for creates).
+ */
+function post(url: string, path: string, body: string, token?: string, retry = false): Promise<{ status: number; text: string }> {
+  return send(url, path, body, token).catch((error: NodeJS.ErrnoException) => {
+    if (!retry || error.code !== 'ECONNRESET') throw error;
+    return send(url, path, body, token);
+  });
+}
+
+function send(url: string, path: string, body: string, token?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${url}${path}`,
@@ -145,7 +157,7 @@ async function open(command: Extract<ClientsCommand, { type: 'open' }>): Promise
     const stream = await openStream(command.url, index);
     streams.push(stream);
     const token = command.asUsers ? `user:${seededUserId((index % USER_COUNT) + 1)}` : undefined;
-    const answer = await post(command.url, '/backend/api/realtime', JSON.stringify({ clientId: stream.clientId, subscriptions: [command.subscription] }), token);
+    const answer = await post(command.url, '/backend/api/realtime', JSON.stringify({ clientId: stream.clientId, subscriptions: [command.subscription] }), token, true);
     if (answer.status !== 204) throw new Error(`subscribing stream ${index}: HTTP ${answer.status} ${answer.text.slice(0, 200)}`);
   });
   streams.sort((a, b) => a.index - b.index);
