@@ -20,6 +20,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import pg from 'pg';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { benchSchema } from './bench-data.js';
@@ -107,6 +108,54 @@ interface LatencyRow {
   result: LatencyResult;
   serverCpuMsPerCreate: number;
   serverRssMiB: number;
+  holdback: Holdback;
+}
+
+/** How long the oldest writing transaction on the whole server had been open, sampled every 50 ms. */
+interface Holdback {
+  p50: number;
+  p99: number;
+  max: number;
+  /** Share of samples where it exceeded 100 ms. */
+  over100: number;
+  /** The longest one seen: where it came from. */
+  longest: string;
+}
+
+/**
+ * Realtime delivers a change once every transaction that started before its commit has ended
+ * (docs/realtime.md: the read window ends at the snapshot's xmin, which counts every writing
+ * transaction of the Postgres server, any database). On a shared server other people's
+ * transactions hold delivery back; this sampler measures by how much, beside the latency.
+ */
+function sampleHoldback(url: string): { stop(): Promise<Holdback> } {
+  const client = new pg.Client({ connectionString: url });
+  const samples: number[] = [];
+  let longest = { ms: 0, what: '-' };
+  let running = true;
+  const loop = (async () => {
+    await client.connect();
+    while (running) {
+      const { rows } = await client.query(
+        `SELECT extract(epoch FROM now() - xact_start) * 1000 AS ms, datname, application_name, left(query, 80) AS query
+           FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 1`,
+      );
+      const ms = rows[0] ? Number(rows[0].ms) : 0;
+      samples.push(ms);
+      if (ms > longest.ms) longest = { ms, what: `${fmt(ms)} ms: ${rows[0].datname} / ${rows[0].application_name || '-'} / ${String(rows[0].query).replace(/\s+/g, ' ')}` };
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const sorted = [...samples].sort((a, b) => a - b);
+      const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+      return { p50: at(50), p99: at(99), max: sorted.at(-1) ?? NaN, over100: samples.filter((ms) => ms > 100).length / Math.max(1, samples.length), longest: longest.what };
+    },
+  };
 }
 
 const mean = (list: Measurement[], pick: (m: Measurement) => number) => list.reduce((sum, m) => sum + pick(m), 0) / list.length;
@@ -178,19 +227,25 @@ async function measureLatency(config: RealtimeBenchConfig, env: Record<string, s
   try {
     await clients.open(server.base, config.clients, 'posts/*', owner);
     const cpuBefore = readCpuSeconds(server.pid);
+    const sampler = sampleHoldback(config.url);
     const result = await clients.ask<LatencyResult>(
-      { type: 'latency', url: server.base, rate: config.rate, warmupSeconds: 2, seconds: config.latencySeconds, settleSeconds: 2, expectedPerCreate: owner ? 1 : config.clients },
+      { type: 'latency', url: server.base, rate: config.rate, warmupSeconds: 2, seconds: config.latencySeconds, settleSeconds: 5, expectedPerCreate: owner ? 1 : config.clients },
       'latency',
       (config.latencySeconds + 120) * 1000,
     );
     const cpuAfter = readCpuSeconds(server.pid);
+    const holdback = await sampler.stop();
     const serverCpuMsPerCreate = ((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) * 1000) / result.creates;
-    const row = { label, result, serverCpuMsPerCreate, serverRssMiB: readMemory(server.pid).rss };
+    const row = { label, result, serverCpuMsPerCreate, serverRssMiB: readMemory(server.pid).rss, holdback };
     console.log(
       `  ${label}: ${result.received}/${result.expected} messages (${result.perCreateMin}-${result.perCreateMax} per create, ${result.duplicates} duplicates), ` +
         `p50 ${fmt(result.p50, 1)} ms, p90 ${fmt(result.p90, 1)}, p99 ${fmt(result.p99, 1)}, max ${fmt(result.max, 1)}; creates ${fmt(result.achievedRate, 1)}/s, ` +
         `create p50 ${fmt(result.createP50, 1)} ms p99 ${fmt(result.createP99, 1)}, ${result.createErrors} errors; server CPU ${fmt(serverCpuMsPerCreate, 1)} ms per create; ` +
         `load process loop delay p99 ${fmt(result.loopDelayP99, 1)} ms  load ${describeLoad()}`,
+    );
+    console.log(
+      `    oldest writing transaction on the server (50 ms samples): p50 ${fmt(holdback.p50)} ms, p99 ${fmt(holdback.p99)}, max ${fmt(holdback.max)}; ` +
+        `over 100 ms in ${fmt(holdback.over100 * 100, 1)}% of samples; longest ${holdback.longest}`,
     );
     return row;
   } finally {
@@ -217,13 +272,13 @@ export async function runRealtimeBench(config: RealtimeBenchConfig): Promise<voi
     const owner = await measureLatency(config, env, `rule ${OWNER_RULE}`, true);
 
     console.log(`\n### Realtime: ${config.clients} streams on one instance, ${config.rows.toLocaleString('en')} posts`);
-    console.log('\n| list rule | creates/s | messages per create | received / expected | duplicates | p50 ms | p90 ms | p99 ms | max ms | server CPU ms per create | create p99 ms | server RSS MiB |');
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log('\n| list rule | creates/s | messages per create | received / expected | duplicates | p50 ms | p90 ms | p99 ms | max ms | server CPU ms per create | create p99 ms | server RSS MiB | oldest writing tx p50 / p99 ms |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const row of [open, owner]) {
       const r = row.result;
       console.log(
         `| \`${row.label.replace(/^rule /, '')}\` | ${fmt(r.achievedRate, 1)} | ${r.perCreateMin === r.perCreateMax ? r.perCreateMax : `${r.perCreateMin}-${r.perCreateMax}`} | ${r.received} / ${r.expected} | ${r.duplicates} | ` +
-          `${fmt(r.p50, 1)} | ${fmt(r.p90, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(row.serverCpuMsPerCreate, 1)} | ${fmt(r.createP99, 1)} | ${fmt(row.serverRssMiB)} |`,
+          `${fmt(r.p50, 1)} | ${fmt(r.p90, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.max, 1)} | ${fmt(row.serverCpuMsPerCreate, 1)} | ${fmt(r.createP99, 1)} | ${fmt(row.serverRssMiB)} | ${fmt(row.holdback.p50)} / ${fmt(row.holdback.p99)} |`,
       );
     }
     const { memory } = idle;

@@ -204,12 +204,13 @@ async function latency(command: Extract<ClientsCommand, { type: 'latency' }>): P
   const lastSent = performance.now();
   await Promise.all(inFlight);
   delay.disable();
-  // Wait for the last messages: until nothing new arrived for settleSeconds.
+  // Wait for the last messages: until every expected one is in, or nothing new arrived for settleSeconds.
+  const everything = command.expectedPerCreate * total;
   let received = -1;
   for (;;) {
     let now = 0;
     for (let i = 0; i < arrivals.length; i++) if (!Number.isNaN(arrivals[i]!)) now++;
-    if (now === received) break;
+    if (now === received || now >= everything) break;
     received = now;
     await new Promise((resolve) => setTimeout(resolve, command.settleSeconds * 1000));
   }
