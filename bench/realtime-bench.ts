@@ -240,7 +240,7 @@ async function measureLatency(config: RealtimeBenchConfig, env: Record<string, s
     console.log(
       `  ${label}: ${result.received}/${result.expected} messages (${result.perCreateMin}-${result.perCreateMax} per create, ${result.duplicates} duplicates), ` +
         `p50 ${fmt(result.p50, 1)} ms, p90 ${fmt(result.p90, 1)}, p99 ${fmt(result.p99, 1)}, max ${fmt(result.max, 1)}; creates ${fmt(result.achievedRate, 1)}/s, ` +
-        `create p50 ${fmt(result.createP50, 1)} ms p99 ${fmt(result.createP99, 1)}, ${result.createErrors} errors; server CPU ${fmt(serverCpuMsPerCreate, 1)} ms per create; ` +
+        `create p50 ${fmt(result.createP50, 1)} ms p99 ${fmt(result.createP99, 1)}, ${result.createErrors} errors${result.createErrors ? ` ${JSON.stringify(result.createErrorKinds)}` : ''}; server CPU ${fmt(serverCpuMsPerCreate, 1)} ms per create; ` +
         `load process loop delay p99 ${fmt(result.loopDelayP99, 1)} ms  load ${describeLoad()}`,
     );
     console.log(

@@ -33,6 +33,8 @@ export interface LatencyResult {
   /** Messages expected in the measured window (matching streams x creates) and received. */
   expected: number;
   received: number;
+  /** Failed creates by cause (`HTTP <status>` or the error code). */
+  createErrorKinds: Record<string, number>;
   /** Messages received twice by one stream (must be 0). */
   duplicates: number;
   /** Messages per measured create, min and max over the creates. */
@@ -55,7 +57,11 @@ export interface LatencyResult {
 }
 
 const MARKER = 'rt#';
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+/**
+ * Kept-alive connections for the POSTs, closed after 4 s idle: Node's server closes them after
+ * 5 s, and reusing one at that moment fails the request (ECONNRESET) through no fault of the server.
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 });
 
 interface Stream {
   index: number;
@@ -177,6 +183,11 @@ async function latency(command: Extract<ClientsCommand, { type: 'latency' }>): P
   const sentAt = new Float64Array(total).fill(NaN);
   const answeredAt = new Float64Array(total).fill(NaN);
   let createErrors = 0;
+  const createErrorKinds: Record<string, number> = {};
+  const failed = (kind: string) => {
+    createErrors++;
+    createErrorKinds[kind] = (createErrorKinds[kind] ?? 0) + 1;
+  };
   const delay = monitorEventLoopDelay({ resolution: 10 });
   // Authors rotate over the users the streams subscribed as (all of them when there are 1,000 streams).
   const authors = Math.max(1, Math.min(USER_COUNT, streams.length));
@@ -193,11 +204,9 @@ async function latency(command: Extract<ClientsCommand, { type: 'latency' }>): P
       post(command.url, '/backend/api/collections/posts/records', body).then(
         (answer) => {
           answeredAt[seq] = performance.now();
-          if (answer.status !== 200) createErrors++;
+          if (answer.status !== 200) failed(`HTTP ${answer.status}`);
         },
-        () => {
-          createErrors++;
-        },
+        (error: NodeJS.ErrnoException) => failed(error.code ?? error.message),
       ),
     );
   }
@@ -244,6 +253,7 @@ async function latency(command: Extract<ClientsCommand, { type: 'latency' }>): P
     type: 'latency',
     creates: total,
     createErrors,
+    createErrorKinds,
     measuredCreates: total - warmupCount,
     duplicates,
     expected,
