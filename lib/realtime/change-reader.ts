@@ -40,11 +40,11 @@ export class ChangeReader {
   }
 
   /**
-   * Reads every change that became final since the last call, handing each to `deliver` in
-   * order. A failure (the database went away, or `deliver` threw) keeps the window and the last
+   * Reads every change of the `wanted` collections (tables) that became final since the last
+   * call, handing each to `deliver` in order. A failure (the database went away, or `deliver` threw) keeps the window and the last
    * change delivered, so the next call resumes after it: nothing skipped, nothing handed over twice.
    */
-  async readNew(deliver: (change: Change) => Promise<void>): Promise<number> {
+  async readNew(deliver: (change: Change) => Promise<void>, wanted: () => readonly string[]): Promise<number> {
     if (this.position === undefined) throw new Error('ChangeReader.readNew before start');
     const from = this.position;
     if (!this.window) {
@@ -56,15 +56,20 @@ export class ChangeReader {
     const to = window.to;
     let total = 0;
     for (;;) {
-      const result: { rows: { seq: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
-        `SELECT "seq"::text AS "seq", "collection", "record_id", "action", "row" FROM ${q(OUTBOX_TABLE)}
-          WHERE "tx" >= ?::xid8 AND "tx" < ?::xid8 AND "seq" > ?::bigint ORDER BY "seq" LIMIT ${PAGE_SIZE}`,
-        [from, to, window.after],
+      // Only the collections someone here subscribes to (asked per page: a subscription applied
+      // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
+      const collections = wanted();
+      if (collections.length === 0) break;
+      const result: { rows: { seq_text: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
+        // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
+        `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row" FROM ${q(OUTBOX_TABLE)} AS o
+          WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ${PAGE_SIZE}`,
+        [from, to, window.after, [...collections]],
       );
       const rows = result.rows;
       for (const r of rows) {
-        await deliver({ seq: r.seq, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row });
-        window.after = r.seq;
+        await deliver({ seq: r.seq_text, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row });
+        window.after = r.seq_text;
         total++;
       }
       if (rows.length < PAGE_SIZE) break;

@@ -301,7 +301,10 @@ export class RealtimeHub {
       try {
         do {
           this.readAgain = false;
-          await this.reader.readNew((change) => this.deliver(change));
+          await this.reader.readNew(
+            (change) => this.deliver(change),
+            () => [...this.byCollection].flatMap(([collection, subs]) => (subs.size > 0 ? [collection.table] : [])),
+          );
         } while (this.readAgain && !this.closing);
       } finally {
         this.reading = false;

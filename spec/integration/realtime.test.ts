@@ -240,6 +240,16 @@ describe.each(testEngines())('realtime on %s', (engine) => {
     expect(kids.map((k) => k.status)).toEqual([200, 200]);
   });
 
+  test('1,200 rows of one statement (another program writing directly) arrive once each, in the order written, across pages', async () => {
+    const sse = await subscribe(['tags/*']);
+    await app.database.db.raw(
+      "INSERT INTO tags (id, name, created, updated) SELECT 'bulk' || lpad(i::text, 11, '0'), 'n' || i, now(), now() FROM generate_series(1, 1200) AS i ORDER BY i",
+    );
+    await sse.next((e) => e.event === 'tags/*' && e.data!.includes('"n1200"'), { timeoutMs: 15_000 });
+    const names = sse.messages('tags/*').map((m) => m.data.record.name);
+    expect(names).toEqual(Array.from({ length: 1200 }, (_, i) => `n${i + 1}`));
+  });
+
   test('POST errors: 400 without clientId, 404 unknown client, 400 for too many, too long or bad subscriptions', async () => {
     const post = (body: object) => app.http.post('/backend/api/realtime').send(body);
     const missing = await post({ subscriptions: [] });
