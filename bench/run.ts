@@ -20,7 +20,8 @@
  * (BENCH_WARMUP), --connections (BENCH_CONNECTIONS), --rounds (BENCH_ROUNDS), --wait-for-idle
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
  * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
- * --no-explain. BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
+ * --no-explain. `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
+ * default 1,000). BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
  *
  * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
  * app on PGlite in a worker thread (recordbase's engine) against the same app on PGlite on the
@@ -41,6 +42,7 @@ import type { LoadSummary } from './load.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
 import { makePng } from './png.js';
+import { runRealtimeBench } from './realtime-bench.js';
 import { buildCreateBody, buildScenarios, LIST_FILTER, LIST_SORT, type Scenario, type ScenarioKey } from './scenarios.js';
 import { ensureEmbeddedSeeded, ensureSeeded, removeBenchWrites } from './seed.js';
 
@@ -60,6 +62,9 @@ interface BenchConfig {
   engine: 'postgres' | 'embedded';
 }
 
+/** `--realtime-clients`: streams the `realtime` scenario holds (bench/realtime-bench.ts). */
+let realtimeClients = 1000;
+
 /** Data dirs of the size being measured; removed on exit too, in case the run is interrupted. */
 const dataDirs = new Set<string>();
 
@@ -76,8 +81,10 @@ function readConfig(): BenchConfig {
       scenarios: { type: 'string' },
       'no-explain': { type: 'boolean', default: false },
       engine: { type: 'string' },
+      'realtime-clients': { type: 'string' },
     },
   });
+  realtimeClients = Math.floor(parsePositive('--realtime-clients', values['realtime-clients'], 1000));
   const engine = values.engine ?? process.env.BENCH_ENGINE ?? 'postgres';
   if (engine !== 'postgres' && engine !== 'embedded') throw new Error(`--engine must be postgres or embedded, got "${engine}"`);
   const rows = (values.rows ?? process.env.BENCH_ROWS ?? (engine === 'embedded' ? '10000' : '100000')).split(',').map((r) => parsePositive('--rows', r.trim().replace(/_/g, ''), 100000));
@@ -456,6 +463,11 @@ async function main(): Promise<void> {
   console.log(`machine: ${describeMachine()}`);
   console.log(config.engine === 'embedded' ? 'database: the embedded engine (PGlite), worker thread against main thread' : `database: ${await describePostgres(config.url)} at ${config.url.replace(/\/\/[^@/]*@/, '//')}`);
   console.log(`load before starting: ${describeLoad()}; jest processes running: ${countJestProcesses()}`);
+  if (config.scenarios?.delete('realtime')) {
+    const env = (name: string, fallback: number) => parsePositive(name, process.env[name], fallback);
+    await runRealtimeBench({ ...config, rows: config.rows[0]!, clients: realtimeClients, rate: env('BENCH_REALTIME_RATE', 50), latencySeconds: env('BENCH_REALTIME_SECONDS', 20) });
+    if (config.scenarios.size === 0) return;
+  }
   const results: SizeResult[] = [];
   for (const rows of config.rows) results.push(config.engine === 'embedded' ? await benchEmbeddedSize(config, rows) : await benchOneSize(config, rows));
   if (results.length > 1) printScaling(results);

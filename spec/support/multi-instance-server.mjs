@@ -5,7 +5,8 @@
 //
 // Its whole configuration comes as JSON in RB_INSTANCE_CONFIG:
 // { databaseUrl, schema, dataDir, collections, identities: {token: identity},
-//   storage: { kind: 'disk', root } | { kind: 's3', bucket, prefix, client } }
+//   storage: { kind: 'disk', root } | { kind: 's3', bucket, prefix, client },
+//   realtime?: the router's `realtime` option, passed through (left out: the default) }
 // No fileTokenSecret: instances must agree on the one kept in the database.
 // Sends {port} over IPC once `ready` resolved, {error} if it rejected; exits when the parent goes.
 import express from 'express';
@@ -31,6 +32,7 @@ const router = createRecordsRouter({
   logger: { error: (...args) => console.error('[instance]', ...args), warn: () => undefined, info: () => undefined },
   fileSweep: false,
   thumbnailWorkers: 1,
+  ...(config.realtime === undefined ? {} : { realtime: config.realtime }),
 });
 
 try {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { S3ClientSettings } from '../../lib/files/s3-storage.js';
 import type { Identity } from '../../lib/auth/identity.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
+import type { RecordsRouterOptions } from '../../lib/options.js';
 
 /** Where the instances keep files: one folder, or one bucket (and prefix) of an S3 server. */
 export type SharedStorage = { kind: 'disk'; root: string } | { kind: 's3'; bucket: string; prefix: string; client: S3ClientSettings };
@@ -29,6 +30,8 @@ export interface StartInstancesOptions {
   storage: SharedStorage;
   collections: CollectionDefinition[];
   identities: Record<string, Identity>;
+  /** The router's `realtime` option for every instance (e.g. a short `instanceHeartbeatMs`); left out, the default. */
+  realtime?: RecordsRouterOptions['realtime'];
 }
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./multi-instance-server.mjs', import.meta.url));
@@ -59,6 +62,7 @@ export async function startInstances(options: StartInstancesOptions): Promise<{ 
       collections: options.collections,
       identities: options.identities,
       storage: options.storage,
+      realtime: options.realtime,
     };
     const child = fork(SERVER_SCRIPT, [], { env: { ...process.env, RB_INSTANCE_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);
