@@ -161,14 +161,18 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   }
 
   const inner = express.Router();
-  inner.use(async (req, res, next) => {
+  let started = false;
+  ready.then(() => (started = true), () => undefined);
+  const routeWhenReady: RequestHandler = async (req, res, next) => {
     try {
       await ready;
     } catch {
       throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
     }
     routes!(req, res, next);
-  });
+  };
+  // Once ready, no await (and no promise) per request.
+  inner.use((req, res, next) => (started ? routes!(req, res, next) : routeWhenReady(req, res, next)));
   inner.use(createErrorMiddleware(logger));
   const router = express.Router() as RecordsRouter;
   router.use(bindDatabaseContext(resolved.limits, inner));
