@@ -160,7 +160,12 @@ describe.each(testEngines())('statements per request on %s', (engine) => {
   });
 
   test('delete: 4 statements (BEGIN, the locked read, the delete, COMMIT)', async () => {
-    const { counts } = await countStatements(WRITE_REPEAT, (i) => fetch(`${base}/posts/records/${postIds[i]}`, { method: 'DELETE' }));
+    const doomed: string[] = [];
+    for (let i = 0; i < WRITE_REPEAT; i++) {
+      const res = await fetch(`${base}/posts/records`, json('POST', { title: `doomed ${i}`, author: userIds[i % 5] }));
+      doomed.push(((await res.json()) as { id: string }).id);
+    }
+    const { counts } = await countStatements(WRITE_REPEAT, (i) => fetch(`${base}/posts/records/${doomed[i]}`, { method: 'DELETE' }));
     expect(counts).toEqual([4]);
   });
 
