@@ -61,8 +61,9 @@ const MAX_NAMED_SHAPES = 16;
 
 /**
  * The SQL text of one collection's statements, assembled once (when the collection is first
- * used) and reused with new bindings: the select list, the table, and the fixed-shape
- * statements, which carry a prepared-statement name. Columns are listed, not `*`, so a prepared
+ * used) and reused with new bindings: the select list, the table, the fixed statements, and the
+ * insert shapes, which carry a prepared-statement name (named inserts measured faster in the
+ * bench; named views did not, so they run unnamed). Columns are listed, not `*`, so a prepared
  * statement's result type does not change when another process adds a column.
  */
 class CollectionSql {
@@ -74,8 +75,9 @@ class CollectionSql {
   readonly selectFrom: string;
   /** `SELECT count(*)::int AS n FROM "posts" AS "r"` */
   readonly countFrom: string;
-  readonly byId: { sql: string; name: string };
-  readonly existingIds: { sql: string; name: string };
+  /** `SELECT <list> FROM "posts" AS "r" WHERE "r"."id" = ?` */
+  readonly byId: string;
+  readonly existingIds: string;
   private readonly shapes = new Map<string, { sql: string; name?: string }>();
 
   constructor(readonly collection: CollectionSchema) {
@@ -84,10 +86,8 @@ class CollectionSql {
     this.returning = collection.fields.map((field) => q(field.column)).join(', ');
     this.selectFrom = `SELECT ${this.selectList} FROM ${table}`;
     this.countFrom = `SELECT count(*)::int AS n FROM ${table}`;
-    const byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
-    this.byId = { sql: byId, name: preparedName(byId) };
-    const existing = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
-    this.existingIds = { sql: existing, name: preparedName(existing) };
+    this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
+    this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
   }
 
   /** A statement text of a shape keyed by `key`, made by `build` the first time; named while there are few shapes. */
@@ -189,17 +189,10 @@ export class RecordStore {
    * one another.
    */
   async selectById(options: { collection: CollectionSchema; id: string; where?: readonly SqlFragment[]; lock?: boolean }): Promise<RecordValues | undefined> {
-    const statements = sqlOf(options.collection);
-    const where = options.where ?? [];
-    let statement: Statement;
-    if (where.length === 0 && !options.lock) statement = { sql: statements.byId.sql, bindings: [options.id], name: statements.byId.name };
-    else {
-      const bindings: unknown[] = [options.id];
-      let sql = statements.byId.sql + whereClause(where, bindings, ' AND ');
-      if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
-      statement = { sql, bindings };
-    }
-    const rows = await this.rows(options.collection, statement);
+    const bindings: unknown[] = [options.id];
+    let sql = sqlOf(options.collection).byId + whereClause(options.where ?? [], bindings, ' AND ');
+    if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
+    const rows = await this.rows(options.collection, { sql, bindings });
     return rows[0];
   }
 
@@ -224,8 +217,7 @@ export class RecordStore {
   /** The subset of `ids` that exist in the collection (relation checks). */
   async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const { sql, name } = sqlOf(collection).existingIds;
-    const { rows } = await runStatement(this.db, { sql, bindings: [[...ids]], name });
+    const { rows } = await runStatement(this.db, { sql: sqlOf(collection).existingIds, bindings: [[...ids]] });
     return new Set(rows.map((r) => r.id as string));
   }
 
