@@ -57,7 +57,18 @@ export function seededPostId(n: number): string {
   return hashId('p', n);
 }
 
+/**
+ * The prefix of the bench's schemas (and of its embedded seed folders): BENCH_SCHEMA_PREFIX,
+ * `rb_bench_` by default. Benches run by different people on one Postgres use different prefixes,
+ * so that nobody reseeds, cleans or drops another's tables.
+ */
+export function benchSchemaPrefix(): string {
+  const prefix = process.env.BENCH_SCHEMA_PREFIX || 'rb_bench_';
+  if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new Error(`BENCH_SCHEMA_PREFIX must be lower-case letters, digits and _, got "${prefix}"`);
+  return prefix;
+}
+
 /** The schema one data set lives in; one per size, so that both sizes stay cached side by side. */
 export function benchSchema(rows: number): string {
-  return `rb_bench_${rows}`;
+  return `${benchSchemaPrefix()}${rows}`;
 }

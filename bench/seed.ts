@@ -11,7 +11,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
-import { benchCollections, benchSchema, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
+import { benchCollections, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
 
 /** What the seed needs of a database client: node-postgres's Client and PGlite both have it. */
 interface SqlClient {
@@ -94,7 +94,7 @@ export async function removeBenchWrites(url: string, schema: string): Promise<nu
   }
 }
 
-/** Makes sure `rb_bench_<rows>` holds the seed (rebuilding it when asked or when it does not). */
+/** Makes sure `<BENCH_SCHEMA_PREFIX><rows>` (`rb_bench_<rows>`) holds the seed (rebuilding it when asked or when it does not). */
 export async function ensureSeeded(options: { url: string; rows: number; reseed: boolean; dataDir: string }): Promise<SeedReport> {
   const schema = benchSchema(options.rows);
   const started = Date.now();
@@ -122,7 +122,8 @@ export async function ensureSeeded(options: { url: string; rows: number; reseed:
  */
 export async function ensureEmbeddedSeeded(options: { rows: number; reseed: boolean }): Promise<SeedReport & { directory: string }> {
   const started = Date.now();
-  const directory = path.join(os.tmpdir(), 'recordbase-bench', `embedded-${options.rows}`);
+  const prefix = benchSchemaPrefix();
+  const directory = path.join(os.tmpdir(), 'recordbase-bench', `${prefix === 'rb_bench_' ? '' : prefix}embedded-${options.rows}`);
   const report = (seeded: boolean) => ({ schema: 'public', seeded, seconds: (Date.now() - started) / 1000, directory });
   if (!options.reseed && existsSync(directory)) {
     const db = await PGlite.create(directory);

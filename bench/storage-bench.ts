@@ -20,11 +20,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startS3TestServer, type S3TestServer } from '../spec/support/s3-test-server.js';
+import { benchSchemaPrefix } from './bench-data.js';
 import { measureLoad, parsePositive, startServer, stopServer, type LoadSettings, type Measurement, type ServerProcess } from './bench-processes.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
 import { buildMultipart } from './multipart.js';
 
-const SCHEMA = 'rb_bench_storage';
+const SCHEMA = `${benchSchemaPrefix()}storage`;
 const RECORDS = '/backend/api/collections/uploads/records';
 const MIB = 1024 * 1024;
 const MEMORY_CONNECTIONS = 20;

@@ -1,11 +1,10 @@
-import { AsyncResource } from 'node:async_hooks';
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type NextFunction, type RequestHandler, type Router } from 'express';
 import type { Knex } from 'knex';
 import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from './auth/file-token.js';
 import { UnavailableError } from './errors.js';
 import { installStatementBounds } from './db/bound-statements.js';
 import { checkDatabaseConnection } from './db/check-database-connection.js';
-import { runWithDatabaseContext } from './db/database-context.js';
+import { exitDatabaseContext, runWithDatabaseContext } from './db/database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
@@ -179,14 +178,18 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   }
 
   const inner = express.Router();
-  inner.use(async (req, res, next) => {
+  let started = false;
+  ready.then(() => (started = true), () => undefined);
+  const routeWhenReady: RequestHandler = async (req, res, next) => {
     try {
       await ready;
     } catch {
       throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
     }
     routes!(req, res, next);
-  });
+  };
+  // Once ready, no await (and no promise) per request.
+  inner.use((req, res, next) => (started ? routes!(req, res, next) : routeWhenReady(req, res, next)));
   inner.use(createErrorMiddleware(logger));
   const router = express.Router() as RecordsRouter;
   router.use(bindDatabaseContext(resolved.limits, inner));
@@ -219,7 +222,7 @@ function bindDatabaseContext(limits: Limits, inner: Router): RequestHandler {
     res.once('close', () => {
       if (!res.writableFinished) controller.abort();
     });
-    const leave = AsyncResource.bind(next);
+    const leave: NextFunction = (err?: unknown) => exitDatabaseContext(() => next(err));
     runWithDatabaseContext({ statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: controller.signal }, () => inner(req, res, leave));
   };
 }

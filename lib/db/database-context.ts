@@ -24,3 +24,12 @@ export function runWithDatabaseContext<T>(context: DatabaseContext, work: () => 
 export function currentDatabaseContext(): DatabaseContext | undefined {
   return storage.getStore();
 }
+
+/**
+ * Runs `work` outside any database context (where the caller came from, for a request the
+ * router passes on to the host). Cheaper than binding the caller's whole async context per
+ * request, and it leaves every other async-local value as it is.
+ */
+export function exitDatabaseContext<T>(work: () => T): T {
+  return storage.exit(work);
+}

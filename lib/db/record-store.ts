@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
 import { formatRecordDate } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
+import { preparedName, runStatement, type Statement } from './run-statement.js';
 
 /**
  * A record's values in the API shape (docs/collections.md): dates as record-format strings,
@@ -35,15 +36,14 @@ export function readRow(collection: CollectionSchema, row: Record<string, unknow
   return out;
 }
 
-/** Turns record values into column values for a write (jsonb columns take JSON text). */
-function writeColumns(collection: CollectionSchema, values: RecordValues): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of collection.fields) {
-    if (field.system || !(field.name in values)) continue;
-    const value = values[field.name];
-    out[field.column] = (field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : value;
-  }
-  return out;
+/** A value as a write binds it into its column (jsonb columns take JSON text). */
+function columnValue(field: FieldSchema, value: unknown): unknown {
+  return (field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : value;
+}
+
+/** The fields a write sets: every non-system field present in `values` (undefined counts as absent: the column keeps its default). */
+function writtenFields(collection: CollectionSchema, values: RecordValues): FieldSchema[] {
+  return collection.fields.filter((field) => !field.system && values[field.name] !== undefined);
 }
 
 /** The Postgres type of each storage kind: how a value is bound into a row built from values. */
@@ -56,22 +56,72 @@ const COLUMN_CASTS: Record<FieldSchema['storage'], string> = {
   json: 'jsonb',
 };
 
-function tableOf(collection: CollectionSchema): string {
-  return `${collection.table} as ${RECORD_ALIAS}`;
-}
-
-function applyWhere(query: Knex.QueryBuilder, where: readonly SqlFragment[]): Knex.QueryBuilder {
-  for (const fragment of where) query.whereRaw(`(${fragment.sql})`, fragment.bindings as Knex.RawBinding[]);
-  return query;
-}
+/** Most statement shapes named per collection and kind (insert column sets): past it, statements run unnamed. */
+const MAX_NAMED_SHAPES = 16;
 
 /**
- * `column = ANY(ids)`, the ids bound as one text[] parameter: one placeholder however many ids
- * there are. (One placeholder per id, as whereIn makes, stops at the protocol's 65,535
- * parameters, and a bulk delete may select more records than that.) `column` is quoted SQL.
+ * The SQL text of one collection's statements, assembled once (when the collection is first
+ * used) and reused with new bindings: the select list, the table, the fixed statements, and the
+ * insert shapes, which carry a prepared-statement name (named inserts measured faster in the
+ * bench; named views did not, so they run unnamed). Columns are listed, not `*`, so a prepared
+ * statement's result type does not change when another process adds a column.
  */
-function whereAnyOf(query: Knex.QueryBuilder, column: string, ids: readonly string[]): Knex.QueryBuilder {
-  return query.whereRaw(`${column} = ANY(?::text[])`, [[...ids]]);
+class CollectionSql {
+  /** `"r"."id", "r"."title", …` */
+  readonly selectList: string;
+  /** `"id", "title", …` (RETURNING of inserts and updates) */
+  readonly returning: string;
+  /** `SELECT <list> FROM "posts" AS "r"` */
+  readonly selectFrom: string;
+  /** `SELECT count(*)::int AS n FROM "posts" AS "r"` */
+  readonly countFrom: string;
+  /** `SELECT <list> FROM "posts" AS "r" WHERE "r"."id" = ?` */
+  readonly byId: string;
+  readonly existingIds: string;
+  private readonly shapes = new Map<string, { sql: string; name?: string }>();
+
+  constructor(readonly collection: CollectionSchema) {
+    const table = `${q(collection.table)} AS ${q(RECORD_ALIAS)}`;
+    this.selectList = collection.fields.map((field) => aliased(field.column)).join(', ');
+    this.returning = collection.fields.map((field) => q(field.column)).join(', ');
+    this.selectFrom = `SELECT ${this.selectList} FROM ${table}`;
+    this.countFrom = `SELECT count(*)::int AS n FROM ${table}`;
+    this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
+    this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
+  }
+
+  /** A statement text of a shape keyed by `key`, made by `build` the first time; named while there are few shapes. */
+  shape(key: string, build: () => string): { sql: string; name?: string } {
+    let found = this.shapes.get(key);
+    if (!found) {
+      const sql = build();
+      found = this.shapes.size < MAX_NAMED_SHAPES ? { sql, name: preparedName(sql) } : { sql };
+      if (this.shapes.size < MAX_NAMED_SHAPES * 4) this.shapes.set(key, found);
+    }
+    return found;
+  }
+}
+
+const collectionSql = new WeakMap<CollectionSchema, CollectionSql>();
+
+function sqlOf(collection: CollectionSchema): CollectionSql {
+  let found = collectionSql.get(collection);
+  if (!found) {
+    found = new CollectionSql(collection);
+    collectionSql.set(collection, found);
+  }
+  return found;
+}
+
+/** ` WHERE (a) AND (b)` (or nothing) and the fragments' bindings appended to `bindings`. */
+function whereClause(where: readonly SqlFragment[], bindings: unknown[], leading = ' WHERE '): string {
+  if (where.length === 0) return '';
+  let text = '';
+  for (const fragment of where) {
+    text += text === '' ? `${leading}(${fragment.sql})` : ` AND (${fragment.sql})`;
+    for (const binding of fragment.bindings) bindings.push(binding);
+  }
+  return text;
 }
 
 /** The quoted `r.<column>` of a record statement. */
@@ -80,8 +130,21 @@ function aliased(column: string): string {
 }
 
 /**
+ * A relation a create must find before it inserts: the target collection, and the ids (one for
+ * a single relation, several for a multiple one).
+ */
+export interface RelationRequirement {
+  target: CollectionSchema;
+  ids: readonly string[];
+  multiple: boolean;
+}
+
+/**
  * All record SQL. Conditions arrive as compiled fragments referring to RECORD_ALIAS; values only
- * ever travel as bindings. A store made inside `transaction()` runs every call in that transaction.
+ * ever travel as bindings. The text around them is assembled by hand (no query builder; the
+ * fixed parts once per collection, CollectionSql) and sent through Knex's client
+ * (run-statement.ts), so Knex stays the pool, the transactions and the statement bounds. A store
+ * made inside `transaction()` runs every call in that transaction.
  */
 export class RecordStore {
   constructor(private readonly db: Knex | Knex.Transaction) {}
@@ -91,20 +154,32 @@ export class RecordStore {
     return this.db.transaction((trx) => work(new RecordStore(trx)));
   }
 
+  private async rows(collection: CollectionSchema, statement: Statement): Promise<RecordValues[]> {
+    const { rows } = await runStatement(this.db, statement);
+    const out: RecordValues[] = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = readRow(collection, rows[i]!);
+    return out;
+  }
+
   /** One page of records matching every `where` fragment, in `orderBy` order. */
   async selectPage(options: { collection: CollectionSchema; where: readonly SqlFragment[]; orderBy: SqlFragment; limit: number; offset: number }): Promise<RecordValues[]> {
-    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where)
-      .orderByRaw(options.orderBy.sql, options.orderBy.bindings as Knex.RawBinding[])
-      .limit(options.limit)
-      .offset(options.offset);
-    const rows: Record<string, unknown>[] = await query;
-    return rows.map((row) => readRow(options.collection, row));
+    const bindings: unknown[] = [];
+    let sql = sqlOf(options.collection).selectFrom + whereClause(options.where, bindings);
+    sql += ` ORDER BY ${options.orderBy.sql} LIMIT ?`;
+    for (const binding of options.orderBy.bindings) bindings.push(binding);
+    bindings.push(options.limit);
+    if (options.offset > 0) {
+      sql += ' OFFSET ?';
+      bindings.push(options.offset);
+    }
+    return this.rows(options.collection, { sql, bindings });
   }
 
   /** How many records match every `where` fragment. */
   async count(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<number> {
-    const query = applyWhere(this.db.from(tableOf(options.collection)).select(this.db.raw('count(*)::int AS n')), options.where);
-    const rows: { n: number }[] = await query;
+    const bindings: unknown[] = [];
+    const sql = sqlOf(options.collection).countFrom + whereClause(options.where, bindings);
+    const { rows } = await runStatement(this.db, { sql, bindings });
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -114,30 +189,36 @@ export class RecordStore {
    * one another.
    */
   async selectById(options: { collection: CollectionSchema; id: string; where?: readonly SqlFragment[]; lock?: boolean }): Promise<RecordValues | undefined> {
-    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)).where(`${RECORD_ALIAS}.id`, options.id), options.where ?? []);
-    if (options.lock) query.forUpdate(RECORD_ALIAS);
-    const rows: Record<string, unknown>[] = await query;
-    return rows[0] ? readRow(options.collection, rows[0]) : undefined;
+    const bindings: unknown[] = [options.id];
+    let sql = sqlOf(options.collection).byId + whereClause(options.where ?? [], bindings, ' AND ');
+    if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
+    const rows = await this.rows(options.collection, { sql, bindings });
+    return rows[0];
   }
 
   /**
    * Records whose id is in `ids` and that match `where` (one query, for expansion). With `limit`,
    * at most that many, in no particular order: expansion asks for one more than it may add, to
-   * learn that it would go over without reading everything.
+   * learn that it would go over without reading everything. The ids are bound as one text[]
+   * parameter: one placeholder however many there are (one per id stops at the protocol's 65,535
+   * parameters, and a bulk delete may select more records than that).
    */
   async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[]; limit?: number }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
-    const query = applyWhere(whereAnyOf(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), aliased('id'), options.ids), options.where ?? []);
-    if (options.limit !== undefined) query.limit(options.limit);
-    const rows: Record<string, unknown>[] = await query;
-    return rows.map((row) => readRow(options.collection, row));
+    const bindings: unknown[] = [[...options.ids]];
+    let sql = `${sqlOf(options.collection).selectFrom} WHERE ${aliased('id')} = ANY(?::text[])` + whereClause(options.where ?? [], bindings, ' AND ');
+    if (options.limit !== undefined) {
+      sql += ' LIMIT ?';
+      bindings.push(options.limit);
+    }
+    return this.rows(options.collection, { sql, bindings });
   }
 
   /** The subset of `ids` that exist in the collection (relation checks). */
   async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows: { id: string }[] = await whereAnyOf(this.db.select('id').from(collection.table), q('id'), ids);
-    return new Set(rows.map((r) => r.id));
+    const { rows } = await runStatement(this.db, { sql: sqlOf(collection).existingIds, bindings: [[...ids]] });
+    return new Set(rows.map((r) => r.id as string));
   }
 
   /**
@@ -155,45 +236,84 @@ export class RecordStore {
   }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
     const column = aliased(options.field.column);
-    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where ?? []);
-    if (options.field.multiple) query.whereRaw(`jsonb_exists_any(${column}, ?::text[])`, [[...options.ids]]);
-    else whereAnyOf(query, column, options.ids);
-    if (options.lock) query.forUpdate(RECORD_ALIAS);
-    else query.orderBy([`${RECORD_ALIAS}.created`, `${RECORD_ALIAS}.id`]);
-    if (options.limit !== undefined) query.limit(options.limit);
-    const rows: Record<string, unknown>[] = await query;
-    return rows.map((row) => readRow(options.collection, row));
+    const where = options.where ?? [];
+    const bindings: unknown[] = [];
+    let sql = sqlOf(options.collection).selectFrom + whereClause(where, bindings);
+    sql += `${where.length === 0 ? ' WHERE ' : ' AND '}${options.field.multiple ? `jsonb_exists_any(${column}, ?::text[])` : `${column} = ANY(?::text[])`}`;
+    bindings.push([...options.ids]);
+    if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
+    else sql += ` ORDER BY ${aliased('created')} ASC, ${aliased('id')} ASC`;
+    if (options.limit !== undefined) {
+      sql += ' LIMIT ?';
+      bindings.push(options.limit);
+    }
+    return this.rows(options.collection, { sql, bindings });
   }
 
   /** Inserts a record (created and updated set by the database) and returns it as stored. */
   async insert(collection: CollectionSchema, values: RecordValues): Promise<RecordValues> {
-    const now = this.db.raw('now()');
-    const rows: Record<string, unknown>[] = await this.db(collection.table)
-      .insert({ ...writeColumns(collection, values), id: values.id, created: now, updated: now })
-      .returning('*');
-    return readRow(collection, rows[0]);
+    const inserted = await this.insertIfRelated(collection, values, []);
+    return inserted!;
+  }
+
+  /**
+   * Inserts a record only if every relation requirement holds (each target id exists), in one
+   * statement: `INSERT … SELECT <values> WHERE EXISTS (…) RETURNING …`. Resolves undefined when
+   * a requirement failed and nothing was inserted (the caller finds out which, and says so).
+   */
+  async insertIfRelated(collection: CollectionSchema, values: RecordValues, relations: readonly RelationRequirement[]): Promise<RecordValues | undefined> {
+    const statements = sqlOf(collection);
+    const fields = writtenFields(collection, values);
+    const key = `insert:${fields.map((f) => f.column).join(',')}|${relations.map((r) => `${r.target.table}${r.multiple ? '[]' : ''}`).join(',')}`;
+    const { sql, name } = statements.shape(key, () => {
+      const columns = [...fields.map((f) => q(f.column)), q('id'), q('created'), q('updated')].join(', ');
+      if (relations.length === 0) {
+        return `INSERT INTO ${q(collection.table)} (${columns}) VALUES (${fields.map(() => '?').join(', ')}, ?, now(), now()) RETURNING ${statements.returning}`;
+      }
+      const casts = fields.map((f) => `?::${COLUMN_CASTS[f.storage]}`).join(', ');
+      const checks = relations.map((r) =>
+        r.multiple
+          ? `(SELECT count(*) FROM ${q(r.target.table)} WHERE ${q('id')} = ANY(?::text[])) = ?::int`
+          : `EXISTS (SELECT 1 FROM ${q(r.target.table)} WHERE ${q('id')} = ?::text)`,
+      );
+      return `INSERT INTO ${q(collection.table)} (${columns}) SELECT ${casts}, ?::text, now(), now() WHERE ${checks.join(' AND ')} RETURNING ${statements.returning}`;
+    });
+    const bindings: unknown[] = fields.map((f) => columnValue(f, values[f.name]));
+    bindings.push(values.id);
+    for (const relation of relations) {
+      if (relation.multiple) {
+        const ids = [...new Set(relation.ids)];
+        bindings.push(ids, ids.length);
+      } else bindings.push(relation.ids[0]);
+    }
+    const rows = await this.rows(collection, { sql, bindings, name });
+    return rows[0];
   }
 
   /** Writes `values` over the record (bumping `updated`) and returns it as stored. */
   async update(collection: CollectionSchema, id: string, values: RecordValues): Promise<RecordValues> {
-    const rows: Record<string, unknown>[] = await this.db(collection.table)
-      .update({ ...writeColumns(collection, values), updated: this.db.raw('clock_timestamp()') })
-      .where('id', id)
-      .returning('*');
-    return readRow(collection, rows[0]);
+    const fields = writtenFields(collection, values);
+    const sets = fields.map((f) => `${q(f.column)} = ?`);
+    sets.push(`${q('updated')} = clock_timestamp()`);
+    const bindings: unknown[] = fields.map((f) => columnValue(f, values[f.name]));
+    bindings.push(id);
+    const sql = `UPDATE ${q(collection.table)} SET ${sets.join(', ')} WHERE ${q('id')} = ? RETURNING ${sqlOf(collection).returning}`;
+    const rows = await this.rows(collection, { sql, bindings });
+    return rows[0]!;
   }
 
   /** Deletes records by id; returns how many went. */
   async deleteByIds(collection: CollectionSchema, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return whereAnyOf(this.db(collection.table), q('id'), ids).delete();
+    const result = await runStatement(this.db, { sql: `DELETE FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`, bindings: [[...ids]] });
+    return result.rowCount ?? 0;
   }
 
   /** The records matching every `where` fragment, locked until the transaction ends (bulk delete's selection). */
   async selectLocked(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<RecordValues[]> {
-    const query = applyWhere(this.db.select(`${RECORD_ALIAS}.*`).from(tableOf(options.collection)), options.where).forUpdate(RECORD_ALIAS);
-    const rows: Record<string, unknown>[] = await query;
-    return rows.map((row) => readRow(options.collection, row));
+    const bindings: unknown[] = [];
+    const sql = `${sqlOf(options.collection).selectFrom}${whereClause(options.where, bindings)} FOR UPDATE OF ${q(RECORD_ALIAS)}`;
+    return this.rows(options.collection, { sql, bindings });
   }
 
   /**
@@ -213,13 +333,10 @@ export class RecordStore {
       }
       const value = options.values[field.name];
       columns.push(`?::${COLUMN_CASTS[field.storage]} AS ${q(field.column)}`);
-      bindings.push((field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : (value ?? null));
+      bindings.push(columnValue(field, value) ?? null);
     }
-    const conditions = options.where.map((fragment) => `(${fragment.sql})`).join(' AND ');
-    const result: { rows: unknown[] } = await this.db.raw(`SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)} WHERE ${conditions}`, [
-      ...bindings,
-      ...options.where.flatMap((fragment) => fragment.bindings),
-    ] as Knex.RawBinding[]);
-    return result.rows.length > 0;
+    const sql = `SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}${whereClause(options.where, bindings)}`;
+    const { rows } = await runStatement(this.db, { sql, bindings });
+    return rows.length > 0;
   }
 }

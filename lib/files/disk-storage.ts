@@ -161,6 +161,43 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
       }
     },
 
+    /**
+     * Moves a local file into place (rename, so atomic): flushed first, its folder entry after,
+     * as `write` does; undefined when the file is on another filesystem (EXDEV), before anything
+     * changed. The file gets the mode a written file would have.
+     */
+    async adopt(key: string, file: string, options?: StorageWriteOptions): Promise<StorageWriteResult | undefined> {
+      const target = resolveKey(key);
+      const folder = path.dirname(target);
+      const handle = await fs.open(file, 'r');
+      let size: number;
+      try {
+        size = (await handle.stat()).size;
+        checkSourceSize({ expected: options?.size, delivered: size, ended: true });
+        await handle.chmod(FILE_MODE);
+        if (flush) await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      for (let attempt = 0; ; attempt++) {
+        await fs.mkdir(folder, { recursive: true });
+        try {
+          await fs.rename(file, target);
+          break;
+        } catch (error) {
+          const code = errorCode(error);
+          if (code === 'EXDEV') {
+            await pruneEmptyFolders(folder);
+            return undefined;
+          }
+          // The folder went with a concurrent delete of its last file: make it again.
+          if (code !== 'ENOENT' || attempt >= FOLDER_RACE_RETRIES || !(await exists(file))) throw error;
+        }
+      }
+      if (flush) await syncFolder(folder);
+      return { size };
+    },
+
     async read(key: string, range?: ByteRange): Promise<Readable> {
       const file = resolveKey(key);
       if (range !== undefined) assertByteRange(range);
@@ -233,6 +270,24 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
 }
 
 /** Creates `folder` as needed and opens a new file exclusively; retries when a concurrent delete prunes the folder between the two steps. */
+/** The mode a newly written file gets (`open(…, 'wx')` with the default 0o666 and the process's umask), given to adopted files too. */
+const FILE_MODE = 0o666 & ~readUmask();
+
+function readUmask(): number {
+  try {
+    return process.umask();
+  } catch {
+    return 0o022; // worker threads cannot read it
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
 async function openNewFile(folder: string, file: string): Promise<FileHandle> {
   for (let attempt = 0; ; attempt++) {
     await fs.mkdir(folder, { recursive: true });

@@ -38,7 +38,10 @@ export class RecordFiles {
       // One at a time: each source is a spooled file, and sequential writes keep memory and open files flat.
       for (const item of staged) {
         const key = buildFileKey({ collectionId: collection.id, recordId, name: item.name });
-        await this.storage.write(key, item.upload.open(), { contentType: item.upload.mimeType, size: item.upload.size });
+        const options = { contentType: item.upload.mimeType, size: item.upload.size };
+        // A spooled upload is moved into place when the storage can (one write of the bytes, not two).
+        const moved = item.upload.spoolFile !== undefined && this.storage.adopt ? await this.storage.adopt(key, item.upload.spoolFile, options) : undefined;
+        if (!moved) await this.storage.write(key, item.upload.open(), options);
         written.push(key);
       }
       return written;

@@ -58,6 +58,15 @@ export interface Storage {
   write(key: string, source: Readable, options?: StorageWriteOptions): Promise<StorageWriteResult>;
 
   /**
+   * Optional fast path of `write` for a local file the caller gives up (an upload's spool file):
+   * stores the file under `key` by moving it, with the guarantees of `write` (atomic, `size`
+   * checked, durable when the adapter flushes writes). Resolves `undefined` without touching
+   * anything when it cannot move it (another filesystem): the caller then streams the bytes
+   * with `write`. After a move the file is gone from where it was.
+   */
+  adopt?(key: string, file: string, options?: StorageWriteOptions): Promise<StorageWriteResult | undefined>;
+
+  /**
    * Opens the object under `key` and resolves with a stream of its bytes, or of the inclusive
    * byte `range` (`{start: 0, end: 9}` is the first ten bytes, as in HTTP Range and
    * `fs.createReadStream`).

@@ -4,7 +4,7 @@ import type { Logger } from '../http/logger.js';
 import { buildFileKey, buildThumbnailKey, buildThumbnailPrefix } from './file-names.js';
 import { readImageDimensions } from './read-image-dimensions.js';
 import type { ThumbnailBatchFunction, ThumbnailBatchResult, ThumbnailFunction } from './render-thumbnail.js';
-import type { Storage } from './storage.js';
+import type { Storage, StoredObjectInfo } from './storage.js';
 import { isThumbnailable, getMimeType, outputFormatFor, thumbnailKeySpec, type ThumbnailSpec } from './thumbnail-spec.js';
 
 /** Default `maxSourceBytes`: bigger originals are served as they are rather than read into memory. */
@@ -40,6 +40,8 @@ export interface ThumbnailRequest {
 export interface StoredThumbnail {
   key: string;
   contentType: string;
+  /** What `stat` said of it when the cache found it stored (a serve can skip its own `stat`); absent for one made now. */
+  info?: StoredObjectInfo;
 }
 
 /** Makes each thumbnail once and finds it again in storage afterwards. */
@@ -233,7 +235,10 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
       const pending = inFlight.get(key);
       if (pending) return pending;
       const stored: StoredThumbnail = { key, contentType: getMimeType(format) };
-      const job = (async () => ((await storage.stat(key)) ? stored : enqueue(request, stored)))().finally(() => inFlight.delete(key));
+      const job = (async () => {
+        const info = await storage.stat(key);
+        return info ? { ...stored, info } : enqueue(request, stored);
+      })().finally(() => inFlight.delete(key));
       inFlight.set(key, job);
       return job;
     },

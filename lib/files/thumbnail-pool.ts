@@ -31,6 +31,13 @@ export interface ThumbnailPoolOptions {
    * pathological image must not occupy a worker, and its waiting request, forever.
    */
   jobTimeoutMs?: number;
+  /**
+   * How long a worker may sit idle before it is stopped (default 30 s); the next job starts a new
+   * one (tens of milliseconds). An idle worker holds its own V8 heap and jimp: thumbnails are made
+   * once per file and size, so most of the time there is nothing to render and no reason to keep
+   * that memory.
+   */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -39,6 +46,7 @@ export interface ThumbnailPoolOptions {
  */
 const WORKER_HEAP_MB = 512;
 const DEFAULT_JOB_TIMEOUT_MS = 60_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 
 interface Job {
   id: number;
@@ -51,6 +59,8 @@ interface Slot {
   worker: Worker;
   job?: Job;
   timer?: NodeJS.Timeout;
+  /** Stops the worker when it has been idle for `idleTimeoutMs`. */
+  idle?: NodeJS.Timeout;
 }
 
 /**
@@ -65,6 +75,7 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
   const size = options.size;
   if (!Number.isInteger(size) || size < 1) throw new TypeError(`thumbnail pool size must be an integer >= 1, got ${String(size)}`);
   const jobTimeoutMs = options.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const slots: Slot[] = [];
   const queue: Job[] = [];
   let nextId = 1;
@@ -88,6 +99,7 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
   }
 
   function runJob(slot: Slot, job: Job): void {
+    clearTimeout(slot.idle);
     slot.job = job;
     slot.worker.ref();
     slot.timer = setTimeout(() => {
@@ -134,8 +146,17 @@ export function createThumbnailPool(options: ThumbnailPoolOptions): ThumbnailPoo
     clearTimeout(slot.timer);
     slot.timer = undefined;
     slot.job = undefined;
-    // An idle worker must not keep the host's process alive.
+    // An idle worker must not keep the host's process alive, nor its memory for long.
     slot.worker.unref();
+    clearTimeout(slot.idle);
+    if (slots.includes(slot)) {
+      slot.idle = setTimeout(() => {
+        if (slot.job !== undefined || !slots.includes(slot)) return;
+        slots.splice(slots.indexOf(slot), 1);
+        void slot.worker.terminate();
+      }, idleTimeoutMs);
+      slot.idle.unref();
+    }
   }
 
   /** Forgets a dead (or doomed) worker and fails its job; the next dispatch starts a replacement. */

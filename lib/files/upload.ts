@@ -12,6 +12,11 @@ export interface Upload {
   readonly size: number;
   /** Sniffed from the first bytes, never the client's claim. */
   readonly mimeType: string;
-  /** A fresh stream of the bytes; may be called more than once. */
+  /** A fresh stream of the bytes; may be called more than once (until the file was given to storage). */
   open(): Readable;
+  /**
+   * The local file holding the bytes, when the upload is a spool its owner removes afterwards
+   * anyway: storage may take it (`Storage.adopt`) instead of copying the bytes.
+   */
+  readonly spoolFile?: string;
 }

@@ -95,7 +95,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
       const sizesListed = (definition.thumbs?.length ?? 0) > 0;
       const thumb = await thumbnails.get({ collectionId: collection.id, recordId, name, mimeType, spec, sizesListed });
       if (thumb) {
-        await sendStoredFile(req, res, { storage, key: thumb.key, fileName: name, contentType: thumb.contentType, download, cacheControl, onBodyError });
+        await sendStoredFile(req, res, { storage, key: thumb.key, fileName: name, contentType: thumb.contentType, download, cacheControl, onBodyError, info: thumb.info });
         return;
       }
     }

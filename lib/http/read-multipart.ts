@@ -239,6 +239,7 @@ export function createMultipartReader(options: MultipartReaderOptions): (req: Re
         size: file.spool!.size,
         mimeType: file.spool!.mimeType,
         open: (): Readable => createReadStream(file.spool!.path),
+        spoolFile: file.spool!.path,
       }));
       return { fields, uploads, discard: () => removeSpools(files) };
     } catch (err) {

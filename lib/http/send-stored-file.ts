@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { describeError, NotFoundError, RecordbaseError } from '../errors.js';
 import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { ByteRange, Storage, StoredObjectInfo } from '../files/storage.js';
+import { LruCache } from '../query/lru-cache.js';
 
 /** What `sendStoredFile` needs to answer one download. */
 export interface SendStoredFileOptions {
@@ -25,6 +26,8 @@ export interface SendStoredFileOptions {
    * reported.
    */
   onBodyError?: (error: unknown) => void;
+  /** The object's `stat`, when the caller has just made it (the thumbnail cache): not asked again. */
+  info?: StoredObjectInfo;
 }
 
 /**
@@ -71,7 +74,7 @@ const INLINE_TYPES = new Set([
  */
 export async function sendStoredFile(req: Request, res: Response, options: SendStoredFileOptions): Promise<void> {
   const { storage, key } = options;
-  const info = await storage.stat(key);
+  const info = options.info ?? (await storage.stat(key));
   if (!info) throw new NotFoundError("The requested file wasn't found.", 'file_not_found');
 
   const validators = describeValidators(key, info);
@@ -165,6 +168,18 @@ async function streamBody(options: { source: Readable; res: Response; length: nu
   }
 }
 
+/** The recent keys' hashes (a hot file is served over and over); bounded. */
+const keyHashes = new LruCache<string, string>(1000);
+
+function hashKey(key: string): string {
+  let hash = keyHashes.get(key);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(key).digest('base64url').slice(0, 12);
+    keyHashes.set(key, hash);
+  }
+  return hash;
+}
+
 /** The ETag and Last-Modified of one object version. */
 interface Validators {
   etag: string;
@@ -180,7 +195,7 @@ function describeValidators(key: string, info: StoredObjectInfo): Validators {
   // Not `instanceof Date`: a Date from another realm (a vm context, a test runner) would fail it.
   const time = info.modified == null ? NaN : new Date(info.modified).getTime();
   const valid = Number.isFinite(time);
-  const keyHash = createHash('sha256').update(key).digest('base64url').slice(0, 12);
+  const keyHash = hashKey(key);
   return {
     etag: `"${info.size.toString(16)}-${(valid ? time : 0).toString(16)}-${keyHash}"`,
     lastModified: valid ? new Date(time).toUTCString() : undefined,

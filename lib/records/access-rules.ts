@@ -3,6 +3,7 @@ import { RECORD_ALIAS } from '../db/record-store.js';
 import type { FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
+import { LruCache } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
 import { joinSql, sql, type SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
@@ -34,23 +35,52 @@ export function compileRule(options: RuleOptions): SqlFragment[] {
   const rule = collection.rules[action];
   if (rule === null) throw new ForbiddenError('Only superusers can perform this action.');
   if (rule.trim() === '') return [];
-  const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
-  return [compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date() })];
+  return [
+    compileStaticOnce(collection, 'rule', rule, () => {
+      const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
+      return compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date() });
+    }),
+  ];
+}
+
+/** Compiled filters and rules that read nothing of the request or the clock, per collection: the same text compiles to the same SQL. */
+const staticFilters = new WeakMap<CollectionSchema, LruCache<string, SqlFragment>>();
+/** Most such compilations kept per collection (the cache only saves work; a miss compiles). */
+const STATIC_FILTERS_PER_COLLECTION = 200;
+
+/**
+ * `compile()`, or its earlier result for the same collection, mode and text when the filter
+ * cannot depend on the request: every name in it is a plain field of the collection (no
+ * `@request`, `@collection`, macro such as `@now`, no relation path, whose hops carry the
+ * target's view rule for this request). Anything else compiles every time.
+ */
+function compileStaticOnce(collection: CollectionSchema, mode: string, text: string, compile: () => SqlFragment): SqlFragment {
+  const key = `${mode}\n${text}`;
+  let cache = staticFilters.get(collection);
+  const hit = cache?.get(key);
+  if (hit) return hit;
+  const compiled = compile();
+  if (isStaticFilter(parseFilterCached(text))) {
+    if (!cache) staticFilters.set(collection, (cache = new LruCache(STATIC_FILTERS_PER_COLLECTION)));
+    cache.set(key, compiled);
+  }
+  return compiled;
+}
+
+function isStaticFilter(node: FilterNode): boolean {
+  if (node.type !== 'comparison') return node.items.every(isStaticFilter);
+  return [node.left, node.right].every((operand) => operand.type !== 'identifier' || (operand.segments.length === 1 && !operand.name.startsWith('@')));
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */
 export function compileUserFilter(options: { registry: SchemaRegistry; collection: CollectionSchema; filter: string | undefined; caller: Caller }): SqlFragment[] {
   const { filter, caller } = options;
   if (filter === undefined || filter.trim() === '') return [];
+  const mode = isSuperuser(caller) ? 'superuser' : 'user';
   return [
-    compileFilter(filter, {
-      registry: options.registry,
-      collection: options.collection,
-      alias: RECORD_ALIAS,
-      request: caller.request,
-      mode: isSuperuser(caller) ? 'superuser' : 'user',
-      now: new Date(),
-    }),
+    compileStaticOnce(options.collection, mode, filter, () =>
+      compileFilter(filter, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, request: caller.request, mode, now: new Date() }),
+    ),
   ];
 }
 

@@ -1,5 +1,5 @@
 import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
-import { RecordStore, type RecordValues } from '../db/record-store.js';
+import { RecordStore, type RecordValues, type RelationRequirement } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
 import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
@@ -291,14 +291,27 @@ export class RecordService {
     return deleted;
   }
 
-  /** The autocommit insert of a create that needs no transaction: one statement. */
+  /**
+   * The autocommit insert of a create that needs no transaction: one statement, the relation
+   * check folded into it (`INSERT … SELECT … WHERE EXISTS`). Only when it inserted nothing does a
+   * second query find which relation is missing, for the same 422 as checkRelations gives; if
+   * none is (the target appeared meanwhile), the insert is tried once more.
+   */
   private async insertAutocommit(collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
     const id = this.chooseId(write.data);
     const values = this.validate(collection, write);
-    await this.checkRelations(this.store, collection, values);
     const written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
     try {
-      return await this.rejectDuplicates(collection, () => this.store.insert(collection, { ...values, id }));
+      return await this.rejectDuplicates(collection, async () => {
+        const row = { ...values, id };
+        const requirements = this.relationRequirements(collection, values);
+        const inserted = await this.store.insertIfRelated(collection, row, requirements);
+        if (inserted) return inserted;
+        await this.checkRelations(this.store, collection, values);
+        const retried = await this.store.insertIfRelated(collection, row, requirements);
+        if (retried) return retried;
+        throw missingRelations(requirements.map((r) => r.field.name));
+      });
     } catch (err) {
       // A refused insert wrote nothing; a lost connection leaves the outcome unknown (the row may exist).
       if (err instanceof RecordbaseError && err.status < 500) await this.options.files.discard(written);
@@ -393,20 +406,27 @@ export class RecordService {
     return requested;
   }
 
-  /** Every relation id that is new in `values` must exist in its target collection. */
-  private async checkRelations(store: RecordStore, collection: CollectionSchema, values: RecordValues, existing?: RecordValues): Promise<void> {
-    const errors: Record<string, FieldError> = {};
+  /** The relation ids that are new in `values` (not in `existing`), per relation field: each must exist in its target collection. */
+  private relationRequirements(collection: CollectionSchema, values: RecordValues, existing?: RecordValues): (RelationRequirement & { field: FieldSchema })[] {
+    const requirements: (RelationRequirement & { field: FieldSchema })[] = [];
     for (const field of collection.fields) {
       if (field.relationTo === undefined || !(field.name in values)) continue;
       const before = new Set(listRelationIds(existing?.[field.name]));
       const wanted = listRelationIds(values[field.name]).filter((id) => !before.has(id));
       if (wanted.length === 0) continue;
-      const found = await store.selectExistingIds(this.registry.get(field.relationTo)!, wanted);
-      if (found.size < new Set(wanted).size) {
-        errors[field.name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' };
-      }
+      requirements.push({ field, target: this.registry.get(field.relationTo)!, ids: wanted, multiple: field.multiple || wanted.length > 1 });
     }
-    if (Object.keys(errors).length > 0) throw new ValidationError(errors);
+    return requirements;
+  }
+
+  /** Every relation id that is new in `values` must exist in its target collection. */
+  private async checkRelations(store: RecordStore, collection: CollectionSchema, values: RecordValues, existing?: RecordValues): Promise<void> {
+    const errors: Record<string, true> = {};
+    for (const { field, target, ids } of this.relationRequirements(collection, values, existing)) {
+      const found = await store.selectExistingIds(target, ids);
+      if (found.size < new Set(ids).size) errors[field.name] = true;
+    }
+    if (Object.keys(errors).length > 0) throw missingRelations(Object.keys(errors));
   }
 
   /** Runs a write, turning a unique index violation into a 422 on the index's field. */
@@ -463,6 +483,13 @@ function checkHookData(collection: CollectionSchema, hook: string, data: Record<
     const field = collection.field(key);
     if (!field || field.system) throw new TypeError(`the ${hook} hook of "${collection.name}" set "${key}", which is not a writable field`);
   }
+}
+
+/** The 422 of relation ids that do not exist, on each of `fields`. */
+function missingRelations(fields: readonly string[]): ValidationError {
+  const errors: Record<string, FieldError> = {};
+  for (const name of fields) errors[name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' };
+  return new ValidationError(errors);
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */

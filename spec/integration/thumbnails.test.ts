@@ -292,6 +292,17 @@ describe('createThumbnailPool', () => {
     expect(() => createThumbnailPool({ size: 1.5 })).toThrow(TypeError);
   });
 
+  test('an idle worker is stopped after idleTimeoutMs, and the next job starts a fresh one', async () => {
+    const pool = createPool({ size: 1, idleTimeoutMs: 50 });
+    const first = await pool.render({ data: twoTonePng.slice(), mimeType: 'image/png', spec: makeSpec(20, 20) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const again = await pool.render({ data: twoTonePng.slice(), mimeType: 'image/png', spec: makeSpec(20, 20) });
+    expect(Buffer.from(again.data)).toEqual(Buffer.from(first.data));
+    // Jobs back to back keep their worker (the idle timer restarts after each).
+    const results = await Promise.all([1, 2, 3].map(() => pool.render({ data: twoTonePng.slice(), mimeType: 'image/png', spec: makeSpec(20, 20) })));
+    expect(results.map((r) => r.contentType)).toEqual(['image/png', 'image/png', 'image/png']);
+  });
+
   test('gives the same result as renderThumbnail in-process', async () => {
     const pool = createPool({ size: 1 });
     for (const thumbnailSpec of [makeSpec(60, 60), makeSpec(50, 50, { mode: 'fit' }), makeSpec(0, 30, { format: 'webp' })]) {
@@ -430,10 +441,12 @@ describe('createThumbnailCache', () => {
     const stored = await decode(await readStored(first!.key));
     expect([stored.bitmap.width, stored.bitmap.height]).toEqual([100, 100]);
 
-    expect(await cache.get(request)).toEqual(first);
+    // Found in storage: with the stat it made, so that serving it need not ask again.
+    const found = { ...first, info: await storage.stat(first!.key) };
+    expect(await cache.get(request)).toEqual(found);
     // A second cache on the same storage (another process, a restart) finds it too.
     const other = countRenders();
-    expect(await createThumbnailCache({ storage, render: other.render, logger: createMemoryLogger() }).get(request)).toEqual(first);
+    expect(await createThumbnailCache({ storage, render: other.render, logger: createMemoryLogger() }).get(request)).toEqual(found);
     expect([counter.calls(), other.calls()]).toEqual([1, 0]);
 
     const webp = await cache.get({ ...request, spec: makeSpec(100, 100, { mode: 'center', format: 'webp', quality: 50 }) });

@@ -172,6 +172,30 @@ describe('diskStorage on the filesystem', () => {
     expect((await readAll(await fast.read('c/r/a.txt'))).toString()).toBe('fast');
   });
 
+  test('adopt moves a local file into place: readable under its key, gone from where it was, replacing an older object', async () => {
+    await storage.write('c/r/a.txt', source('old'));
+    const spool = path.join(sandbox.parent, 'spool-1');
+    await fs.writeFile(spool, 'moved bytes', { mode: 0o600 });
+    expect(await storage.adopt!('c/r/a.txt', spool, { size: 11 })).toEqual({ size: 11 });
+    expect(existsSync(spool)).toBe(false);
+    expect((await readAll(await storage.read('c/r/a.txt'))).toString()).toBe('moved bytes');
+    expect(await storage.stat('c/r/a.txt')).toMatchObject({ size: 11 });
+    // The mode a written file gets, not the spool's private 0600.
+    await storage.write('c/r/b.txt', source('written'));
+    expect((await fs.stat(path.join(sandbox.root, 'c/r/a.txt'))).mode & 0o777).toBe((await fs.stat(path.join(sandbox.root, 'c/r/b.txt'))).mode & 0o777);
+    expect((await walk(sandbox.root)).some((p) => p.includes('.tmp-'))).toBe(false);
+  });
+
+  test('adopt refuses a size that does not match, and an unsafe key, leaving the file and the store as they were', async () => {
+    const spool = path.join(sandbox.parent, 'spool-2');
+    await fs.writeFile(spool, 'twelve bytes');
+    await expect(storage.adopt!('c/r/a.txt', spool, { size: 5 })).rejects.toThrow();
+    await expect(storage.adopt!('../secret.txt', spool)).rejects.toThrow(InvalidStorageKeyError);
+    expect(existsSync(spool)).toBe(true);
+    expect(await storage.stat('c/r/a.txt')).toBeUndefined();
+    expect(await fs.readFile(sandbox.secret, 'utf8')).toBe('do not touch');
+  });
+
   describe('nothing escapes root', () => {
     const hostile = [
       ...UNSAFE_KEYS,

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+
+/**
+ * A statement ready to send: SQL text with `?` placeholders (Knex positions them as `$n`), its
+ * bindings, and for a statement whose text is fixed per collection, a prepared-statement name.
+ */
+export interface Statement {
+  readonly sql: string;
+  readonly bindings: readonly unknown[];
+  /** Set only for texts made once per collection and shape (see `preparedName`): the count of names per connection stays bounded. */
+  readonly name?: string;
+}
+
+/** What node-postgres answers (both engines speak through it). */
+export interface StatementResult {
+  rows: Record<string, unknown>[];
+  rowCount: number | null;
+}
+
+/** The parts of a Knex client this module uses: its pool (or a transaction's connection) and its query path. */
+interface StatementClient {
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(connection: unknown): Promise<unknown>;
+  query(connection: unknown, obj: { sql: string; bindings: unknown[]; options?: { name: string } }): Promise<{ response: StatementResult }>;
+}
+
+/**
+ * Runs one statement through Knex's client without Knex's query builder or runner: a connection
+ * from the pool (or the transaction's own), `client.query` (which positions the bindings, emits
+ * Knex's `query` event and goes through `_query`, where the statement bounds of
+ * bound-statements.ts apply), then the connection back. The builder and runner are most of what
+ * Knex costs per statement; what recordbase sends is plain text it assembled itself anyway.
+ */
+export async function runStatement(db: Knex | Knex.Transaction, statement: Statement): Promise<StatementResult> {
+  const client = db.client as unknown as StatementClient;
+  const connection = await client.acquireConnection();
+  try {
+    const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? undefined : { name: statement.name } };
+    return (await client.query(connection, obj)).response;
+  } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
+/**
+ * The prepared-statement name of a fixed SQL text: derived from the text, so two texts never
+ * share a name (node-postgres refuses that) and the same text always gets the same one. Only
+ * texts made once per collection and statement shape are named, so a connection holds at most a
+ * few per collection (see RecordStatements).
+ */
+export function preparedName(sql: string): string {
+  return `rb_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+}
