@@ -72,6 +72,9 @@ describe.each(testEngines())('realtime through the pocketbase SDK against %s', (
     const unsubscribeAll = await pb.collection('notes').subscribe('*', all.callback);
     const one = await pb.collection('notes').create({ title: 'one' });
     const two = await pb.collection('notes').create({ title: 'two' });
+    // Both creates read and delivered before the id subscription starts: a change committed before
+    // a POST but not yet read by the instance may still reach the new subscription (docs/realtime.md).
+    await all.until(2);
     const single = collector<{ title: string }>();
     const unsubscribeOne = await pb.collection('notes').subscribe(one.id, single.callback);
     await pb.collection('notes').update(one.id, { title: 'one!' });
