@@ -41,10 +41,12 @@ export class ChangeReader {
 
   /**
    * Reads every change of the `wanted` collections (tables) that became final since the last
-   * call, handing each to `deliver` in order. A failure (the database went away, or `deliver` threw) keeps the window and the last
-   * change delivered, so the next call resumes after it: nothing skipped, nothing handed over twice.
+   * call, handing them to `deliver` a page (up to 500, in order) at a time, so the caller can
+   * write each client once per page rather than once per change. A failure (the database went
+   * away, or `deliver` threw) keeps the window and the last page delivered, so the next call
+   * resumes after it: nothing skipped, nothing handed over twice.
    */
-  async readNew(deliver: (change: Change) => Promise<void>, wanted: () => readonly string[]): Promise<number> {
+  async readNew(deliver: (changes: readonly Change[]) => Promise<void>, wanted: () => readonly string[]): Promise<number> {
     if (this.position === undefined) throw new Error('ChangeReader.readNew before start');
     const from = this.position;
     if (!this.window) {
@@ -67,10 +69,10 @@ export class ChangeReader {
         [from, to, window.after, [...collections]],
       );
       const rows = result.rows;
-      for (const r of rows) {
-        await deliver({ seq: r.seq_text, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row });
-        window.after = r.seq_text;
-        total++;
+      if (rows.length > 0) {
+        await deliver(rows.map((r) => ({ seq: r.seq_text, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row })));
+        window.after = rows[rows.length - 1].seq_text;
+        total += rows.length;
       }
       if (rows.length < PAGE_SIZE) break;
     }

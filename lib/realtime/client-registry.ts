@@ -7,6 +7,9 @@ import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE } from './outbox-schema.js
 
 /** Taken (without waiting) by the instance that prunes the outbox; the others skip that round. */
 const PRUNE_LOCK_KEY = 727_274_002;
+/** Outbox rows removed per prune transaction, and batches per prune round. */
+const PRUNE_BATCH_ROWS = 1_000;
+const PRUNE_MAX_BATCHES = 1_000;
 
 /** A client's row: who it is and what it subscribed to. */
 export interface ClientRow {
@@ -48,11 +51,32 @@ export class ClientRegistry {
     return result.rows[0]?.inserted === true;
   }
 
-  /** Removes outbox rows older than `retentionMs`; one instance at a time does it. */
-  async pruneOutbox(retentionMs: number): Promise<void> {
-    await runWithTryAdvisoryLock({ database: this.db, key: PRUNE_LOCK_KEY }, (db) =>
-      db.raw(`DELETE FROM ${q(OUTBOX_TABLE)} WHERE "created_at" < now() - ?::double precision * interval '1 millisecond'`, [retentionMs]),
-    );
+  /**
+   * Removes outbox rows older than `retentionMs`, one instance at a time, in batches of 1,000 rows
+   * each in its own short transaction (at most 1,000 batches per call; the rest next time). A
+   * deleting transaction holds the server's snapshot xmin, and so every instance's delivery, while
+   * it runs: one long `DELETE` of a large backlog would stall realtime for its whole duration.
+   * The lock's own transaction writes nothing, so it takes no transaction id and holds nothing back.
+   * Returns the rows removed.
+   */
+  async pruneOutbox(retentionMs: number): Promise<number> {
+    const outcome = await runWithTryAdvisoryLock({ database: this.db, key: PRUNE_LOCK_KEY }, async () => {
+      let removed = 0;
+      for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+        // On this.db (autocommit), not the lock's transaction: each batch commits at once.
+        const result: { rows: { n: number }[] } = await this.db.raw(
+          `WITH gone AS (DELETE FROM ${q(OUTBOX_TABLE)} WHERE "seq" IN (SELECT "seq" FROM ${q(OUTBOX_TABLE)}
+            WHERE "created_at" < now() - ?::double precision * interval '1 millisecond' ORDER BY "seq" LIMIT ${PRUNE_BATCH_ROWS}) RETURNING 1)
+            SELECT count(*)::int AS "n" FROM gone`,
+          [retentionMs],
+        );
+        const count = result.rows[0]?.n ?? 0;
+        removed += count;
+        if (count < PRUNE_BATCH_ROWS) break;
+      }
+      return removed;
+    });
+    return outcome.acquired ? outcome.result : 0;
   }
 
   /** Registers a new stream held by this instance (before its PB_CONNECT is written, so any instance may take its POST at once). */

@@ -304,7 +304,7 @@ export class RealtimeHub {
         do {
           this.readAgain = false;
           await this.reader.readNew(
-            (change) => this.deliver(change),
+            (changes) => this.deliverPage(changes),
             () => [...this.byCollection].flatMap(([collection, subs]) => (subs.size > 0 ? [collection.table] : [])),
           );
         } while (this.readAgain && !this.closing);
@@ -333,8 +333,20 @@ export class RealtimeHub {
     await this.clientRegistry.pruneOutbox(outboxRetentionMs);
   }
 
-  /** One change to every local subscription it reaches: rules in batched statements, the record shaped once per shape. */
-  private async deliver(change: Change): Promise<void> {
+  /**
+   * One page of changes (in order) to every local subscription they reach, each client written
+   * once for the whole page: under load the cost per stream is per read, not per change. Frames
+   * are written only after the whole page is prepared, so a page that fails (and is read again)
+   * has written nothing.
+   */
+  private async deliverPage(changes: readonly Change[]): Promise<void> {
+    const frames = new Map<LocalClient, string>();
+    for (const change of changes) await this.deliver(change, frames);
+    for (const [client, text] of frames) client.stream?.write(text);
+  }
+
+  /** One change's frames for every local subscription it reaches, appended to `frames`: rules in batched statements, the record shaped once per shape. */
+  private async deliver(change: Change, frames: Map<LocalClient, string>): Promise<void> {
     const collection = this.byTable.get(change.collection);
     const subscribed = collection && this.byCollection.get(collection);
     if (!collection || !subscribed || subscribed.size === 0) return;
@@ -364,7 +376,6 @@ export class RealtimeHub {
     });
     if (groups.size === 0) return;
     const values = readRow(collection, change.row);
-    const frames = new Map<LocalClient, string>();
     for (const members of groups.values()) {
       const first = members[0];
       let data: string;
@@ -377,7 +388,6 @@ export class RealtimeHub {
       }
       for (const local of members) frames.set(local.client, (frames.get(local.client) ?? '') + frameMessage(local.client.id, local.sub.raw, data));
     }
-    for (const [client, text] of frames) client.stream?.write(text);
   }
 
   private conditionsOf(local: LocalSubscription): Conditions {

@@ -33,6 +33,33 @@ describe.each(testEngines())('matchConditions on %s', (engine) => {
     }
   });
 
+  test('1,000 owner conditions (same SQL, different identities) and 200 with two bindings cost one statement per SQL text', async () => {
+    let statements = 0;
+    const count = () => void statements++;
+    database.db.on('query', count);
+    try {
+      const ownerAndN = (id: string, n: number) => [{ sql: '"r"."owner" = ?::text AND "r"."n" >= ?::double precision', bindings: [id, n] }];
+      const conditions = [
+        ...Array.from({ length: 1000 }, (_, i) => owner(i === 700 ? 'alice' : `user'"${i}`)),
+        ...Array.from({ length: 200 }, (_, i) => ownerAndN(i % 2 === 0 ? 'alice' : 'bob', i)),
+      ];
+      const { holds, failed } = await matchConditions(database.db, items, row, conditions);
+      expect(statements).toBe(2);
+      expect(holds.flatMap((h, i) => (h ? [i] : []))).toEqual([700, 1000, 1002]);
+      expect(failed.some(Boolean)).toBe(false);
+    } finally {
+      database.db.off('query', count);
+    }
+  });
+
+  test('a group evaluated over arrays that fails falls back to one by one: the failing condition fails alone', async () => {
+    const divideBy = (k: number) => [{ sql: '(1 / ("r"."n"::int - ?::int)) = 1', bindings: [k] }];
+    const conditions = [divideBy(2), divideBy(3), divideBy(4), owner('alice')];
+    const { holds, failed } = await matchConditions(database.db, items, row, conditions);
+    expect(holds).toEqual([true, false, false, true]);
+    expect(failed).toEqual([false, true, false, false]);
+  });
+
   test('a condition that fails at run time fails alone; the others are decided', async () => {
     const divideByZero = [{ sql: '(1 / ("r"."n"::int - 3)) = 1', bindings: [] }];
     const conditions = [owner('alice'), divideByZero, owner('bob'), [{ sql: '"r"."n" > ?::double precision', bindings: [2] }]];
