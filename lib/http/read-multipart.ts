@@ -60,28 +60,15 @@ class SpoolError extends Error {}
 function createSpoolEngine(tempDir: string): SpoolEngine {
   /** Every spool file of a request, with the moment its write ended (success or failure). */
   const spoolsOf = new WeakMap<object, { path: string; ended: Promise<void> }[]>();
-  /** Requests whose spools are being removed: a file part multer hands over later is spooled nowhere. */
-  const abandoned = new WeakSet<object>();
   return {
     _handleFile(req, file, callback) {
-      if (abandoned.has(req)) {
-        file.stream.resume();
-        callback(null, {} as Partial<SpooledFile>);
-        return;
-      }
       const target = createSpoolPath(tempDir);
       let markEnded!: () => void;
       const ended = new Promise<void>((resolve) => (markEnded = resolve));
       spoolsOf.set(req, [...(spoolsOf.get(req) ?? []), { path: target, ended }]);
       spoolToFile(file.stream, { target }).then(
-        async (spool) => {
+        (spool) => {
           markEnded();
-          // Finished after removeAll gave up waiting for it: nobody else will remove it.
-          if (abandoned.has(req)) {
-            await fs.rm(spool.path, { force: true }).catch(() => undefined);
-            callback(null, {} as Partial<SpooledFile>);
-            return;
-          }
           callback(null, { spool, size: spool.size } as Partial<SpooledFile>);
         },
         (err: Error) => {
@@ -99,7 +86,6 @@ function createSpoolEngine(tempDir: string): SpoolEngine {
       );
     },
     async removeAll(req) {
-      abandoned.add(req);
       const spools = spoolsOf.get(req) ?? [];
       // Bounded, so that a stream nobody ends can never hang the error answer; a spool it misses is
       // removed at the next start (removeStaleSpools).
