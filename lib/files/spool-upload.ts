@@ -43,9 +43,13 @@ export async function spoolToFile(source: Readable, options: { target: string; m
     },
   });
   await fs.mkdir(path.dirname(options.target), { recursive: true });
+  const sink = createWriteStream(options.target, { flags: 'wx', mode: 0o600 });
   try {
-    await pipeline(source, watch, createWriteStream(options.target, { flags: 'wx', mode: 0o600 }));
+    await pipeline(source, watch, sink);
   } catch (err) {
+    // A source that fails at once (a truncated body) rejects the pipeline while the file may still
+    // be opening: removed before the open completes, it would appear afterwards and stay.
+    if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
     await fs.rm(options.target, { force: true });
     throw err;
   }
