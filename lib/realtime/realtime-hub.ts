@@ -62,6 +62,11 @@ interface LocalSubscription {
   readonly sub: Subscription;
   readonly collection: CollectionSchema;
   readonly caller: Caller;
+  /**
+   * Subscriptions of one group receive the same presented record: without expand, the caller kind
+   * and the shape; with expand (read through the related view rules), also the identity and query.
+   */
+  readonly shapeGroup: string;
   /** Compiled once per subscription unless the rule or filter reads the clock. */
   conditions?: Conditions;
   /** Set when its condition failed on a row: it stays 'denied'. */
@@ -220,11 +225,13 @@ export class RealtimeHub {
     for (const sub of subs) {
       if (!sub.collection) continue;
       const rule = sub.collection.rules[sub.recordId === undefined ? 'list' : 'view'];
+      const caller = callerOf(identity, sub);
       const local: LocalSubscription = {
         client,
         sub,
         collection: sub.collection,
-        caller: callerOf(identity, sub),
+        caller,
+        shapeGroup: sub.shape.tree.size === 0 ? `${isSuperuser(caller)}|${sub.shapeKey}` : JSON.stringify([identity, sub.query, sub.shapeKey]),
         cacheable: !dependsOnTime(rule) && !dependsOnTime(sub.filter),
       };
       client.subscriptions.push(local);
@@ -369,10 +376,9 @@ export class RealtimeHub {
     const groups = new Map<string, LocalSubscription[]>();
     candidates.forEach((local, i) => {
       if (!holds[i] || !local.client.stream?.isOpen) return;
-      const key = local.sub.shape.tree.size === 0 ? `${isSuperuser(local.caller)}|${local.sub.shapeKey}` : JSON.stringify([local.client.identity, local.sub.query, local.sub.shapeKey]);
-      const group = groups.get(key);
+      const group = groups.get(local.shapeGroup);
       if (group) group.push(local);
-      else groups.set(key, [local]);
+      else groups.set(local.shapeGroup, [local]);
     });
     if (groups.size === 0) return;
     const values = readRow(collection, change.row);
