@@ -30,25 +30,20 @@ export function isRecordYear(year: number): boolean {
   return year >= MIN_RECORD_YEAR && year <= MAX_RECORD_YEAR;
 }
 
-function padNumber(n: number, width: number): string {
-  return String(n).padStart(width, '0');
-}
-
 /**
  * Writes a Date in the record format (UTC, millisecond precision). Throws RangeError for an
  * invalid Date or a year the four-digit format cannot hold, because silently writing a wrong
- * string would corrupt sorting and filtering.
+ * string would corrupt sorting and filtering. Within 0001-9999 `toISOString` writes exactly
+ * `YYYY-MM-DDThh:mm:ss.mmmZ`; only its `T` differs (every date of every row read goes through
+ * here, so it is the native formatter rather than seven padded numbers).
  */
 export function formatRecordDate(d: Date): string {
   const ms = d.getTime();
   if (Number.isNaN(ms)) throw new RangeError('Invalid date');
   const year = d.getUTCFullYear();
   if (!isRecordYear(year)) throw new RangeError(`Year ${year} is outside 0001-9999`);
-  return (
-    `${padNumber(year, 4)}-${padNumber(d.getUTCMonth() + 1, 2)}-${padNumber(d.getUTCDate(), 2)} ` +
-    `${padNumber(d.getUTCHours(), 2)}:${padNumber(d.getUTCMinutes(), 2)}:${padNumber(d.getUTCSeconds(), 2)}.` +
-    `${padNumber(d.getUTCMilliseconds(), 3)}Z`
-  );
+  const iso = d.toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11)}`;
 }
 
 /** Reads the time zone offset of a match in minutes east of UTC (0 when absent or `Z`). */
