@@ -16,6 +16,12 @@ export class StatementInterruptedError extends Error {
     readonly reason: InterruptionReason,
     /** The limit that was reached, in milliseconds (for `timeout` and `busy`). */
     readonly limitMs?: number,
+    /**
+     * Whether the statement reached the database. One refused before it was sent (its client
+     * had already gone, or no connection came) changed nothing; one stopped while it ran may
+     * have been committed (a cancel that came too late, an engine that cannot stop it).
+     */
+    readonly sent = true,
   ) {
     super(`statement ${reason}${limitMs === undefined ? '' : ` (${limitMs} ms)`}`);
     this.name = 'StatementInterruptedError';
@@ -110,7 +116,7 @@ const QUERY_CANCELED = '57014';
 async function runBounded(options: { client: BoundableClient; context: DatabaseContext; connection: unknown; run: () => Promise<unknown>; sql: string }): Promise<unknown> {
   const { client, context, connection } = options;
   const signal = context.signal;
-  if (signal?.aborted && !TRANSACTION_END.test(options.sql)) throw new StatementInterruptedError('aborted');
+  if (signal?.aborted && !TRANSACTION_END.test(options.sql)) throw new StatementInterruptedError('aborted', undefined, false);
   const started = Date.now();
   const running = options.run();
   let stopped: StatementInterruptedError | undefined;
@@ -189,7 +195,7 @@ function dropConnection(connection: unknown, reason: Error): void {
  * the connection goes straight back.
  */
 function acquireBounded(client: BoundableClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
-  if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted'));
+  if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
   const pending = acquire();
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -200,8 +206,8 @@ function acquireBounded(client: BoundableClient, context: DatabaseContext, acqui
       pending.then((connection) => client.releaseConnection(connection), () => undefined);
       reject(error);
     };
-    const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs)), context.acquireTimeoutMs);
-    const stopListening = context.signal?.listen(() => giveUp(new StatementInterruptedError('aborted')));
+    const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs, false)), context.acquireTimeoutMs);
+    const stopListening = context.signal?.listen(() => giveUp(new StatementInterruptedError('aborted', undefined, false)));
     const cleanup = () => {
       clearTimeout(timer);
       stopListening?.();

@@ -1,6 +1,7 @@
 import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, UnauthorizedError, ValidationError, type FieldError } from '../errors.js';
 import { RecordStore, type RecordValues, type RelationRequirement } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
+import { StatementInterruptedError } from '../db/bound-statements.js';
 import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
@@ -313,8 +314,9 @@ export class RecordService {
         throw missingRelations(requirements.map((r) => r.field.name));
       });
     } catch (err) {
-      // A refused insert wrote nothing; a lost connection leaves the outcome unknown (the row may exist).
-      if (err instanceof RecordbaseError && err.status < 500) await this.options.files.discard(written);
+      // A refused insert wrote nothing, nor did one never sent (its client left while the files
+      // were written); a lost connection leaves the outcome unknown (the row may exist).
+      if ((err instanceof RecordbaseError && err.status < 500) || (err instanceof StatementInterruptedError && !err.sent)) await this.options.files.discard(written);
       else if (written.length > 0) this.options.files.keepUnknown(written);
       throw err;
     }
