@@ -67,7 +67,8 @@ const INLINE_TYPES = new Set([
  * another unit or a stale `If-Range` also get the whole file, as RFC 9110 allows.
  *
  * Errors: a missing object throws `NotFoundError` and a storage failure before the body starts
- * is rethrown, both before any status is sent, so the error middleware answers. Once the body has
+ * is rethrown, both before any status is sent, so the error middleware answers; so is any
+ * failure reading an object of up to 64 KiB, which is read whole before it is sent. Once the body has
  * started, a failure can only cut the connection: the response is destroyed (the client sees a
  * truncated transfer, never a wrong file) and the promise resolves. A client that disconnects
  * destroys the storage stream, so nothing stays open.
@@ -138,8 +139,49 @@ export async function sendStoredFile(req: Request, res: Response, options: SendS
     source.destroy(); // the client left while the object was being opened
     return;
   }
+  if (length <= WHOLE_BODY_BYTES) {
+    // A small object (a thumbnail, an avatar) is read whole and sent in one write: no pipeline
+    // per download. Read before the status goes out, so a failure here is still an error answer.
+    let body: Buffer;
+    try {
+      body = await readExactly(source, length);
+    } catch (error) {
+      forgetCacheHeaders(res);
+      throw error;
+    }
+    if (res.destroyed || res.writableEnded) return;
+    writeHeaders();
+    res.end(body);
+    return;
+  }
   writeHeaders();
   await streamBody({ source, res, length, onBodyError: options.onBodyError });
+}
+
+/** Bodies up to this size are read whole before they are sent (one chunk of a file stream). */
+const WHOLE_BODY_BYTES = 64 * 1024;
+
+/** Reads `source` to its end; rejects (and destroys it) if it does not hold exactly `length` bytes. */
+function readExactly(source: Readable, length: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const fail = (error: Error) => {
+      source.destroy();
+      reject(error);
+    };
+    source.on('data', (chunk: Buffer | string) => {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += bytes.length;
+      if (received > length) fail(new Error(`The stored file changed while it was read: more than ${length} bytes`));
+      else chunks.push(bytes);
+    });
+    source.once('error', reject);
+    source.once('end', () => {
+      if (received !== length) reject(new Error(`The stored file changed while it was read: ${received} of ${length} bytes`));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length));
+    });
+  });
 }
 
 /** Pipes with an exact byte count, so a file that changed size under us cuts the connection instead of desynchronising it. */

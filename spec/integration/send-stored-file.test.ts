@@ -451,13 +451,24 @@ describe('failures while sending', () => {
     expect(logger.lines.some((line) => line.includes('/reject/sample.bin'))).toBe(true);
   });
 
-  test('a storage stream error mid-body cuts the connection, is reported, and the server keeps serving', async () => {
+  test('a small object (up to 64 KiB, read whole before sending) whose read fails midway is a 500 JSON body, logged, not a cut connection', async () => {
+    logger.lines.length = 0;
+    const res = await fetchFile('/break-mid-body/sample.bin');
+    expect(res.status).toBe(500);
+    expect(readJson(res.body)).toEqual({ status: 500, message: 'Something went wrong while processing your request.', data: {} });
+    expect(res.headers['content-disposition']).toBeUndefined();
+    expectNoFileValidators(res.headers);
+    expect(logger.lines.some((line) => line.includes('/break-mid-body/sample.bin'))).toBe(true);
+    expect(reads[0]!.stream.destroyed).toBe(true);
+  });
+
+  test('a storage stream error mid-body of a large object cuts the connection, is reported, and the server keeps serving', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => void unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
       const outcome = await new Promise<{ status: number; received: number; complete: boolean }>((resolve, reject) => {
-        const req = http.get(`${baseUrl}/break-mid-body/sample.bin`, (res) => {
+        const req = http.get(`${baseUrl}/break-mid-body/big.bin`, (res) => {
           let received = 0;
           res.on('data', (chunk: Buffer) => (received += chunk.length));
           res.on('error', () => undefined);
