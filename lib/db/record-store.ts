@@ -1,7 +1,7 @@
 import { types } from 'node:util';
 import type { Knex } from 'knex';
 import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
-import { formatRecordDate } from '../schema/record-date.js';
+import { formatRecordDate, hasRecordDateShape } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
 
@@ -24,7 +24,8 @@ function readValue(field: FieldSchema, raw: unknown): unknown {
   }
   // isDate, not instanceof: the embedded engine's rows come from its worker thread, which under a
   // test runner's vm context is another realm; String(date) would drop the milliseconds.
-  if (field.storage === 'date') return formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
+  // Record statements read a UTC timestamptz as record-format text already (run-statement.ts).
+  if (field.storage === 'date') return typeof raw === 'string' && hasRecordDateShape(raw) ? raw : formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
   if (field.storage === 'number') return typeof raw === 'number' ? raw : Number(raw);
   return raw;
 }

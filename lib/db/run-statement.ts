@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { recordDateFromPostgresText } from '../schema/record-date.js';
 
 /**
  * A statement ready to send: SQL text with `?` placeholders (Knex positions them as `$n`), its
@@ -22,7 +23,35 @@ export interface StatementResult {
 interface StatementClient {
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
-  query(connection: unknown, obj: { sql: string; bindings: unknown[]; options?: { name: string } }): Promise<{ response: StatementResult }>;
+  query(connection: unknown, obj: { sql: string; bindings: unknown[]; options?: { name?: string; types?: TypeParsers } }): Promise<{ response: StatementResult }>;
+}
+
+/** node-postgres's per-query type parsers (QueryConfig `types`), and its connection's own. */
+interface TypeParsers {
+  getTypeParser(oid: number, format: string): (text: string) => unknown;
+}
+
+const TIMESTAMPTZ_OID = 1184;
+const recordTypesOf = new WeakMap<object, TypeParsers>();
+
+/**
+ * The type parsers of record statements on one connection: a timestamptz in UTC arrives as its
+ * record-format text, made from Postgres's text without a Date in between (readRow passes it
+ * through); any other timestamptz text, and every other type, as the connection parses it.
+ * Every row of every read has two or more dates, and parsing them into Dates only to format them
+ * back was the largest part of row decoding.
+ */
+function recordTypes(connection: unknown): TypeParsers | undefined {
+  if (typeof connection !== 'object' || connection === null || typeof (connection as Partial<TypeParsers>).getTypeParser !== 'function') return undefined;
+  let types = recordTypesOf.get(connection);
+  if (!types) {
+    const own = connection as TypeParsers;
+    const parseTimestamp = own.getTypeParser(TIMESTAMPTZ_OID, 'text');
+    const readTimestamp = (text: string) => recordDateFromPostgresText(text) ?? parseTimestamp(text);
+    types = { getTypeParser: (oid, format) => (oid === TIMESTAMPTZ_OID && format === 'text' ? readTimestamp : own.getTypeParser(oid, format)) };
+    recordTypesOf.set(connection, types);
+  }
+  return types;
 }
 
 /**
@@ -36,7 +65,8 @@ export async function runStatement(db: Knex | Knex.Transaction, statement: State
   const client = db.client as unknown as StatementClient;
   const connection = await client.acquireConnection();
   try {
-    const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? undefined : { name: statement.name } };
+    const types = recordTypes(connection);
+    const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
     return (await client.query(connection, obj)).response;
   } finally {
     await client.releaseConnection(connection);
