@@ -138,7 +138,8 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
     );
   };
   timers.push(setTimeout(() => stop('timeout'), context.statementTimeoutMs));
-  const stopListening = signal?.listen(() => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now()))));
+  const onAbort = () => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now())));
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     return await new Promise((resolve, reject) => {
       answerEarly = reject;
@@ -146,7 +147,7 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
     });
   } finally {
     for (const timer of timers) clearTimeout(timer);
-    stopListening?.();
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -207,10 +208,11 @@ function acquireBounded(client: BoundableClient, context: DatabaseContext, acqui
       reject(error);
     };
     const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs, false)), context.acquireTimeoutMs);
-    const stopListening = context.signal?.listen(() => giveUp(new StatementInterruptedError('aborted', undefined, false)));
+    const onAbort = () => giveUp(new StatementInterruptedError('aborted', undefined, false));
+    context.signal?.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => {
       clearTimeout(timer);
-      stopListening?.();
+      context.signal?.removeEventListener('abort', onAbort);
     };
     pending.then(
       (connection) => {

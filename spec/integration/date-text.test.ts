@@ -48,7 +48,7 @@ test('dates read the same in a UTC session and in sessions at +05:30 and -03:00'
   const utc = await openApp('UTC');
   const values = ['2024-02-29 23:59:59.123Z', '0001-01-01 00:00:00.000Z', '9999-12-31 23:59:59.999Z', '1999-12-31 18:30:00.000Z', '2024-06-01 00:00:00.500Z'];
   for (const at of values) expect((await utc.post('/api/collections/events/records').send({ at })).status).toBe(200);
-  const read = async (http: supertest.SuperTest<supertest.Test>) => {
+  const read = async (http: ReturnType<typeof supertest>) => {
     const res = await http.get('/api/collections/events/records?perPage=50&sort=at');
     expect(res.status).toBe(200);
     return res.body.items.map((item: { at: string; created: string; updated: string; id: string }) => item);
