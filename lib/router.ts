@@ -70,7 +70,10 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 
   const ready = (async () => {
     if (database) checkDatabaseConnection(database);
-    database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir));
+    // Knex's own warnings about the database the router opened go to the router's logger, not the console.
+    database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), {
+      log: { warn: (message: unknown) => logger.warn(`database: ${String(message)}`), error: (message: unknown) => logger.error(`database: ${String(message)}`), deprecate: () => undefined, debug: () => undefined },
+    });
     installStatementBounds(database);
     await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false });
     const fileTokens = createFileTokens({

@@ -10,6 +10,15 @@ export function embeddedDatabaseDir(dataDir: string): string {
 }
 
 /**
+ * Where Knex's own messages about an embedded database go (`log` of Knex's config: pool and
+ * connection warnings, such as a connection request that waited past its timeout). Knex prints
+ * them to the console when none is given.
+ */
+export interface EmbeddedDatabaseOptions {
+  log?: Knex.Config['log'];
+}
+
+/**
  * Opens the embedded Postgres (PGlite) persisted in `directory`, behind a Knex instance so the
  * rest of the library speaks one dialect whatever the engine. PGlite runs in a worker thread
  * (embedded-knex-client.ts), so its statements never run on the event loop.
@@ -17,11 +26,11 @@ export function embeddedDatabaseDir(dataDir: string): string {
  * Takes the folder's lock first: throws, naming the folder and the holder (pid, host), when
  * another process or router has it open. `destroy()` on the returned Knex releases it.
  */
-export function openEmbeddedDatabase(directory: string): Knex {
+export function openEmbeddedDatabase(directory: string, options: EmbeddedDatabaseOptions = {}): Knex {
   const lock = acquireDataDirLock(directory);
   try {
     mkdirSync(directory, { recursive: true });
-    return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: { directory, lock } } as Knex.Config);
+    return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: { directory, lock }, log: options.log } as Knex.Config);
   } catch (error) {
     lock.release();
     throw error;
@@ -33,6 +42,6 @@ export function openEmbeddedDatabase(directory: string): Knex {
  * statements cannot be cut short (that would lose the database): a timeout answers the caller
  * while the statement runs on to its end in the worker.
  */
-export function openMemoryDatabase(): Knex {
-  return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: {} } as Knex.Config);
+export function openMemoryDatabase(options: EmbeddedDatabaseOptions = {}): Knex {
+  return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: {}, log: options.log } as Knex.Config);
 }

@@ -18,6 +18,7 @@ import { acquireDataDirLock, LOCK_EXPIRES_MS } from '../../lib/db/data-dir-lock.
 import { embeddedDatabaseDir, openEmbeddedDatabase, openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { createMemoryLogger } from '../support/test-app.js';
+import { testKnexLog } from '../support/test-database.js';
 
 const collections = [{ name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: { list: '', view: '', create: '' } }];
 /** 150 substring tests per row: on PGlite about 1.7 ms per 1 KB row here. */
@@ -100,7 +101,7 @@ describe('the embedded engine on disk', () => {
   let app: Awaited<ReturnType<typeof serve>>;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'rb-embedded-'));
-    db = openEmbeddedDatabase(embeddedDatabaseDir(dir));
+    db = openEmbeddedDatabase(embeddedDatabaseDir(dir), { log: testKnexLog });
     app = await serve({ collections, database: db, dataDir: dir, limits: { statementTimeoutMs: 1500, acquireTimeoutMs: 10_000 } });
     await app.router.ready;
     await seedNotes(db, 5_000);
@@ -139,7 +140,7 @@ describe('the embedded engine on disk', () => {
 
 describe('the embedded engine in memory', () => {
   test('a slow statement is answered at the timeout without stalling the event loop (it cannot be stopped, and runs on)', async () => {
-    const db = openMemoryDatabase();
+    const db = openMemoryDatabase({ log: testKnexLog });
     const app = await serve({ collections, database: db, dataDir: mkdtempSync(path.join(os.tmpdir(), 'rb-embedded-mem-')), limits: { statementTimeoutMs: 1000 } });
     try {
       await app.router.ready;

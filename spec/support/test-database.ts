@@ -42,7 +42,7 @@ export interface TestDatabase {
 /** Opens an isolated database on `engine`: a fresh in-memory PGlite, or a fresh schema on the shared server. */
 export async function openTestDatabase(engine: Engine): Promise<TestDatabase> {
   if (engine === 'pglite') {
-    const db = openMemoryDatabase();
+    const db = openMemoryDatabase({ log: testKnexLog });
     return { engine, db, destroy: () => db.destroy() };
   }
   const url = process.env.RB_TEST_POSTGRES!;
