@@ -45,3 +45,24 @@ export class LruCache<K, V> {
     this.entries.clear();
   }
 }
+
+/**
+ * One LruCache per owner object (a collection), made on first use and dropped with its owner:
+ * for results that are only valid for the owner they were computed for.
+ */
+export class LruCachePerOwner<K, V> {
+  private readonly caches = new WeakMap<object, LruCache<K, V>>();
+
+  /** `capacity` is the most entries kept per owner. */
+  constructor(private readonly capacity: number) {}
+
+  get(owner: object, key: K): V | undefined {
+    return this.caches.get(owner)?.get(key);
+  }
+
+  set(owner: object, key: K, value: V): void {
+    let cache = this.caches.get(owner);
+    if (!cache) this.caches.set(owner, (cache = new LruCache(this.capacity)));
+    cache.set(key, value);
+  }
+}

@@ -3,7 +3,7 @@ import { RECORD_ALIAS } from '../db/record-store.js';
 import type { FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
-import { LruCache } from '../query/lru-cache.js';
+import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
 import { joinSql, sql, type SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
@@ -43,10 +43,12 @@ export function compileRule(options: RuleOptions): SqlFragment[] {
   ];
 }
 
-/** Compiled filters and rules that read nothing of the request or the clock, per collection: the same text compiles to the same SQL. */
-const staticFilters = new WeakMap<CollectionSchema, LruCache<string, SqlFragment>>();
-/** Most such compilations kept per collection (the cache only saves work; a miss compiles). */
-const STATIC_FILTERS_PER_COLLECTION = 200;
+/**
+ * Compiled filters and rules that read nothing of the request or the clock, per collection (the
+ * same text compiles to the same SQL); at most 200 per collection (the cache only saves work; a
+ * miss compiles).
+ */
+const staticFilters = new LruCachePerOwner<string, SqlFragment>(200);
 
 /**
  * `compile()`, or its earlier result for the same collection, mode and text when the filter
@@ -56,14 +58,10 @@ const STATIC_FILTERS_PER_COLLECTION = 200;
  */
 function compileStaticOnce(collection: CollectionSchema, mode: string, text: string, compile: () => SqlFragment): SqlFragment {
   const key = `${mode}\n${text}`;
-  let cache = staticFilters.get(collection);
-  const hit = cache?.get(key);
+  const hit = staticFilters.get(collection, key);
   if (hit) return hit;
   const compiled = compile();
-  if (isStaticFilter(parseFilterCached(text))) {
-    if (!cache) staticFilters.set(collection, (cache = new LruCache(STATIC_FILTERS_PER_COLLECTION)));
-    cache.set(key, compiled);
-  }
+  if (isStaticFilter(parseFilterCached(text))) staticFilters.set(collection, key, compiled);
   return compiled;
 }
 

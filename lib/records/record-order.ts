@@ -1,14 +1,15 @@
 import { RECORD_ALIAS } from '../db/record-store.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
 import { compileSort } from '../query/compile-sort.js';
-import { LruCache } from '../query/lru-cache.js';
+import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
 
-/** Compiled sorts over the collection's own fields, per collection: they read nothing of the request. */
-const plainSorts = new WeakMap<CollectionSchema, LruCache<string, SqlFragment>>();
-/** Most such sorts kept per collection (the cache only saves work; a miss compiles). */
-const PLAIN_SORTS_PER_COLLECTION = 100;
+/**
+ * Compiled sorts over the collection's own fields, per collection (they read nothing of the
+ * request); at most 100 per collection (the cache only saves work; a miss compiles).
+ */
+const plainSorts = new LruCachePerOwner<string, SqlFragment>(100);
 
 /**
  * The ORDER BY of a list: the client's `sort` (default `created`), `id` as the last tie-breaker.
@@ -20,13 +21,9 @@ export function compileRecordOrder(options: { registry: SchemaRegistry; collecti
   const sort = options.sort ?? '';
   const plain = !sort.includes('.');
   const key = `${mode}\n${sort}`;
-  const hit = plain ? plainSorts.get(options.collection)?.get(key) : undefined;
+  const hit = plain ? plainSorts.get(options.collection, key) : undefined;
   if (hit) return hit;
   const compiled = compileSort(options.sort, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, mode, request: options.caller.request });
-  if (plain) {
-    let cache = plainSorts.get(options.collection);
-    if (!cache) plainSorts.set(options.collection, (cache = new LruCache(PLAIN_SORTS_PER_COLLECTION)));
-    cache.set(key, compiled);
-  }
+  if (plain) plainSorts.set(options.collection, key, compiled);
   return compiled;
 }
