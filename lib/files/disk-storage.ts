@@ -179,20 +179,13 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
       } finally {
         await handle.close();
       }
-      for (let attempt = 0; ; attempt++) {
-        await fs.mkdir(folder, { recursive: true });
-        try {
-          await fs.rename(file, target);
-          break;
-        } catch (error) {
-          const code = errorCode(error);
-          if (code === 'EXDEV') {
-            await pruneEmptyFolders(folder);
-            return undefined;
-          }
-          // The folder went with a concurrent delete of its last file: make it again.
-          if (code !== 'ENOENT' || attempt >= FOLDER_RACE_RETRIES || !(await exists(file))) throw error;
-        }
+      try {
+        // A missing source is not a pruned folder: retry only while the file is still there.
+        await inFolder(folder, () => fs.rename(file, target), () => exists(file));
+      } catch (error) {
+        if (errorCode(error) !== 'EXDEV') throw error;
+        await pruneEmptyFolders(folder);
+        return undefined;
       }
       if (flush) await syncFolder(folder);
       return { size };
@@ -269,7 +262,6 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
   };
 }
 
-/** Creates `folder` as needed and opens a new file exclusively; retries when a concurrent delete prunes the folder between the two steps. */
 /** The mode a newly written file gets (`open(…, 'wx')` with the default 0o666 and the process's umask), given to adopted files too. */
 const FILE_MODE = 0o666 & ~readUmask();
 
@@ -288,15 +280,25 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-async function openNewFile(folder: string, file: string): Promise<FileHandle> {
+/**
+ * Creates `folder` as needed and runs `step` in it; both run again (up to FOLDER_RACE_RETRIES
+ * times) when `step` fails with ENOENT because a concurrent delete pruned the folder between the
+ * two, as long as `canRetry` says a retry may succeed.
+ */
+async function inFolder<T>(folder: string, step: () => Promise<T>, canRetry: () => Promise<boolean> = async () => true): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     await fs.mkdir(folder, { recursive: true });
     try {
-      return await fs.open(file, 'wx');
+      return await step();
     } catch (error) {
-      if (errorCode(error) !== 'ENOENT' || attempt >= FOLDER_RACE_RETRIES) throw error;
+      if (errorCode(error) !== 'ENOENT' || attempt >= FOLDER_RACE_RETRIES || !(await canRetry())) throw error;
     }
   }
+}
+
+/** Creates `folder` as needed and opens a new file exclusively there. */
+function openNewFile(folder: string, file: string): Promise<FileHandle> {
+  return inFolder(folder, () => fs.open(file, 'wx'));
 }
 
 async function writeFully(handle: FileHandle, bytes: Uint8Array): Promise<void> {
