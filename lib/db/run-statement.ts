@@ -77,7 +77,7 @@ export async function runStatement(db: Knex | Knex.Transaction, statement: State
  * The prepared-statement name of a fixed SQL text: derived from the text, so two texts never
  * share a name (node-postgres refuses that) and the same text always gets the same one. Only
  * texts made once per collection and statement shape are named, so a connection holds at most a
- * few per collection (see RecordStatements).
+ * few per collection (see CollectionSql in record-store.ts).
  */
 export function preparedName(sql: string): string {
   return `rb_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;

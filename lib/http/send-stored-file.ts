@@ -158,6 +158,11 @@ export async function sendStoredFile(req: Request, res: Response, options: SendS
   await streamBody({ source, res, length, onBodyError: options.onBodyError });
 }
 
+/** The failure of a read that did not deliver the `length` bytes `stat` promised. */
+function changedWhileRead(received: number, length: number): Error {
+  return new Error(`The stored file changed while it was read: ${received > length ? `more than ${length}` : `${received} of ${length}`} bytes`);
+}
+
 /** Bodies up to this size are read whole before they are sent (one chunk of a file stream). */
 const WHOLE_BODY_BYTES = 64 * 1024;
 
@@ -173,12 +178,12 @@ function readExactly(source: Readable, length: number): Promise<Buffer> {
     source.on('data', (chunk: Buffer | string) => {
       const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       received += bytes.length;
-      if (received > length) fail(new Error(`The stored file changed while it was read: more than ${length} bytes`));
+      if (received > length) fail(changedWhileRead(received, length));
       else chunks.push(bytes);
     });
     source.once('error', reject);
     source.once('end', () => {
-      if (received !== length) reject(new Error(`The stored file changed while it was read: ${received} of ${length} bytes`));
+      if (received !== length) reject(changedWhileRead(received, length));
       else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length));
     });
   });
@@ -193,10 +198,10 @@ async function streamBody(options: { source: Readable; res: Response; length: nu
     for await (const chunk of chunks) {
       const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       sent += bytes.length;
-      if (sent > length) throw (bodyError = new Error(`The stored file changed while it was read: more than ${length} bytes`));
+      if (sent > length) throw (bodyError = changedWhileRead(sent, length));
       yield bytes;
     }
-    if (sent !== length) throw (bodyError = new Error(`The stored file changed while it was read: ${sent} of ${length} bytes`));
+    if (sent !== length) throw (bodyError = changedWhileRead(sent, length));
   };
   source.on('error', (error) => {
     bodyError ??= error;

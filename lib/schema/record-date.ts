@@ -34,9 +34,9 @@ export function isRecordYear(year: number): boolean {
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 const DAY_MS = 86_400_000;
-/** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants the record format can write. */
-const MIN_RECORD_MS = -62_135_596_800_000;
-const MAX_RECORD_MS = 253_402_300_799_999;
+/** The first and last instants of MIN_RECORD_YEAR and MAX_RECORD_YEAR (UTC): what the record format can write. */
+const MIN_RECORD_MS = new Date(0).setUTCFullYear(MIN_RECORD_YEAR, 0, 1);
+const MAX_RECORD_MS = new Date(0).setUTCFullYear(MAX_RECORD_YEAR + 1, 0, 1) - 1;
 
 /**
  * Writes a Date in the record format (UTC, millisecond precision). Throws RangeError for an
