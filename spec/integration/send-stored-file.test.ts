@@ -37,12 +37,34 @@ const reads: Array<{ key: string; range?: ByteRange; stream: Readable }> = [];
 /** What `onBodyError` was told. */
 const bodyErrors: unknown[] = [];
 
+type Mode = 'record' | 'reject' | 'break-mid-body' | 'longer' | 'shorter';
+/** Chunks of 1,000 bytes the `longer` source produced before it was stopped (it would go on for 10 MB). */
+let longerChunksPushed = 0;
+
 /** Wraps the disk storage so tests can see which streams were opened, or make reads fail. */
-function wrapStorage(mode: 'record' | 'reject' | 'break-mid-body'): Storage {
+function wrapStorage(mode: Mode): Storage {
   return {
     ...storage,
     async read(key: string, range?: ByteRange): Promise<Readable> {
       if (mode === 'reject') throw new Error('EIO: the disk is on fire (secret detail)');
+      if (mode === 'longer' || mode === 'shorter') {
+        // An adapter whose object changed between stat and read: endless bytes, or too few.
+        longerChunksPushed = 0;
+        const stream = new Readable({
+          read() {
+            if (mode === 'shorter') {
+              this.push(SAMPLE.subarray(0, 10));
+              this.push(null);
+              return;
+            }
+            longerChunksPushed += 1;
+            this.push(SAMPLE);
+            if (longerChunksPushed > 10_000) this.push(null);
+          },
+        });
+        reads.push({ key, range, stream });
+        return stream;
+      }
       if (mode === 'break-mid-body') {
         let sent = false;
         const stream = new Readable({
@@ -79,7 +101,7 @@ beforeAll(async () => {
 
   const app = express();
   app.get('/:mode/:name', async (req, res) => {
-    const mode = req.params.mode as 'record' | 'reject' | 'break-mid-body';
+    const mode = req.params.mode as Mode;
     const name = typeof req.query.name === 'string' ? req.query.name : req.params.name!;
     await sendStoredFile(req, res, {
       storage: wrapStorage(mode),
@@ -460,6 +482,21 @@ describe('failures while sending', () => {
     expectNoFileValidators(res.headers);
     expect(logger.lines.some((line) => line.includes('/break-mid-body/sample.bin'))).toBe(true);
     expect(reads[0]!.stream.destroyed).toBe(true);
+  });
+
+  test('a small object whose storage delivers more or fewer bytes than stat said is a 500, and no more than its size is read', async () => {
+    for (const mode of ['longer', 'shorter']) {
+      logger.lines.length = 0;
+      reads.length = 0;
+      const res = await fetchFile(`/${mode}/sample.bin`);
+      expect(res.status).toBe(500);
+      expect(readJson(res.body)).toEqual({ status: 500, message: 'Something went wrong while processing your request.', data: {} });
+      expectNoFileValidators(res.headers);
+      expect(logger.lines.some((line) => line.includes(`/${mode}/sample.bin`))).toBe(true);
+      // The long source was stopped soon after it went past the 1,000 bytes stat reported
+      // (a few chunks of read-ahead), not read to its 10 MB end.
+      if (mode === 'longer') expect(longerChunksPushed).toBeLessThan(50);
+    }
   });
 
   test('a storage stream error mid-body of a large object cuts the connection, is reported, and the server keeps serving', async () => {
