@@ -1,10 +1,10 @@
-import express, { type NextFunction, type RequestHandler, type Router } from 'express';
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
 import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from './auth/file-token.js';
 import { UnavailableError } from './errors.js';
 import { installStatementBounds } from './db/bound-statements.js';
 import { checkDatabaseConnection } from './db/check-database-connection.js';
-import { exitDatabaseContext, runWithDatabaseContext } from './db/database-context.js';
+import { ClientGone, exitDatabaseContext, runWithDatabaseContext } from './db/database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
@@ -14,7 +14,7 @@ import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool } from './files/thumbnail-pool.js';
 import { HEADER_ONLY } from './auth/extract-token.js';
-import { createApiFallbackRoutes } from './http/api-fallback-routes.js';
+import { HEALTH_ROUTE, isApiPath, unservedPathError } from './http/api-fallback-routes.js';
 import { createBatchRoutes } from './http/batch-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
@@ -23,6 +23,7 @@ import { createMultipartReader, removeStaleSpools } from './http/read-multipart.
 import { createOpenApiRoute } from './http/openapi-route.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { createRealtimeRoutes } from './http/realtime-routes.js';
+import { RouteTable, runHandlers, type Route } from './http/route-table.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
 import { resolveOptions, type Limits, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
@@ -61,7 +62,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   let apiDeps: RecordsApiDeps | undefined;
   const ownsDatabase = resolved.database === undefined;
   let database: Knex | undefined = resolved.database;
-  let routes: Router | undefined;
+  let routes: RouteTable | undefined;
   const storage = resolved.storage;
   // Workers start on the first thumbnail, so a router that never makes one never starts them.
   const pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
@@ -104,10 +105,10 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       statementTimeoutMs: resolved.limits.statementTimeoutMs,
       acquireTimeoutMs: resolved.limits.acquireTimeoutMs,
     };
-    const combined = express.Router();
-    if (resolved.openapi) combined.use(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
-    combined.use(
-      createRecordsRoutes({
+    const table: Route[] = [];
+    if (resolved.openapi) table.push(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
+    table.push(
+      ...createRecordsRoutes({
         records,
         presenter,
         auth: resolved.auth,
@@ -117,8 +118,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
       }),
     );
-    combined.use(
-      createFilesRoutes({
+    table.push(
+      ...createFilesRoutes({
         records,
         storage,
         thumbnails: createThumbnailCache({
@@ -135,8 +136,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         logger,
       }),
     );
-    combined.use(
-      createBatchRoutes({
+    table.push(
+      ...createBatchRoutes({
         records,
         presenter,
         resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
@@ -151,8 +152,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     );
     if (resolved.realtime) {
       hub = await RealtimeHub.start({ db: database, registry, presenter, settings: resolved.realtime, limits: resolved.limits, logger });
-      combined.use(
-        createRealtimeRoutes({
+      table.push(
+        ...createRealtimeRoutes({
           hub,
           resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
           maxBodySize: resolved.limits.maxBodySize,
@@ -160,8 +161,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
         }),
       );
     }
-    combined.use(createApiFallbackRoutes());
-    routes = combined;
+    table.push(HEALTH_ROUTE);
+    routes = new RouteTable(table);
     if (resolved.fileSweep) sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   })();
   let failure: Error | undefined;
@@ -180,22 +181,22 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     return apiDeps!;
   }
 
-  const inner = express.Router();
+  const errorMiddleware = createErrorMiddleware(logger);
   let started = false;
   ready.then(() => (started = true), () => undefined);
-  const routeWhenReady: RequestHandler = async (req, res, next) => {
+  const serveWhenReady = async (req: Request, res: Response, next: NextFunction) => {
     try {
       await ready;
     } catch {
-      throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
+      errorMiddleware(new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready'), req, res, next);
+      return;
     }
-    routes!(req, res, next);
+    serve(req, res, next);
   };
-  // Once ready, no await (and no promise) per request.
-  inner.use((req, res, next) => (started ? routes!(req, res, next) : routeWhenReady(req, res, next)));
-  inner.use(createErrorMiddleware(logger));
+  const serve = (req: Request, res: Response, next: NextFunction) => dispatch({ routes: routes!, limits: resolved.limits, errorMiddleware }, req, res, next);
   const router = express.Router() as RecordsRouter;
-  router.use(bindDatabaseContext(resolved.limits, inner));
+  // Once ready, no await (and no promise) per request.
+  router.use((req, res, next) => (started ? serve(req, res, next) : void serveWhenReady(req, res, next)));
 
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'api', { value: createRecordsApi(apiDepsAfterReady), enumerable: true });
@@ -214,18 +215,51 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 }
 
 /**
- * Runs `inner` for each request under a database context (lib/db/database-context.ts): its
- * statements are bounded by the limits and cancelled once the client has gone (the response
- * closed before it was finished). A request `inner` does not serve goes on to the host's next
- * handler outside that context, so the host's own routes keep their own database rules.
+ * Answers one request: the route the table finds runs under a database context
+ * (lib/db/database-context.ts), so its statements are bounded by the limits and cancelled once
+ * the client has gone (the response closed before it was finished). A path under `/api/` that
+ * no route serves is the JSON 404 (OPTIONS: the methods served there); any other path goes on
+ * to the host's next handler, outside any context, so the host's own routes keep their own
+ * database rules.
  */
-function bindDatabaseContext(limits: Limits, inner: Router): RequestHandler {
-  return (req, res, next) => {
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
-    const leave: NextFunction = (err?: unknown) => exitDatabaseContext(() => next(err));
-    runWithDatabaseContext({ statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: controller.signal }, () => inner(req, res, leave));
-  };
+function dispatch(
+  options: { routes: RouteTable; limits: Limits; errorMiddleware: ErrorRequestHandler },
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): void {
+  const { routes, limits, errorMiddleware } = options;
+  const path = req.path;
+  let match;
+  try {
+    match = routes.find(req.method, path);
+  } catch (err) {
+    // A path parameter with a malformed %-escape: the client's 400.
+    errorMiddleware(err, req, res, next);
+    return;
+  }
+  if (!match) {
+    if (!isApiPath(path)) {
+      next();
+      return;
+    }
+    const methods = req.method === 'OPTIONS' ? routes.methodsAt(path) : [];
+    if (methods.length > 0) {
+      res.setHeader('Allow', methods.join(', '));
+      res.send(methods.join(', '));
+      return;
+    }
+    errorMiddleware(unservedPathError(path), req, res, next);
+    return;
+  }
+  req.params = match.params;
+  const gone = new ClientGone();
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  const leave: NextFunction = (err?: unknown) => exitDatabaseContext(() => next(err));
+  const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, leave);
+  runWithDatabaseContext({ statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone }, () =>
+    runHandlers(match.route.handlers, req, res, done),
+  );
 }

@@ -138,8 +138,7 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
     );
   };
   timers.push(setTimeout(() => stop('timeout'), context.statementTimeoutMs));
-  const onAbort = () => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now())));
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const stopListening = signal?.listen(() => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now()))));
   try {
     return await new Promise((resolve, reject) => {
       answerEarly = reject;
@@ -147,7 +146,7 @@ async function runBounded(options: { client: BoundableClient; context: DatabaseC
     });
   } finally {
     for (const timer of timers) clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
+    stopListening?.();
   }
 }
 
@@ -208,11 +207,10 @@ function acquireBounded(client: BoundableClient, context: DatabaseContext, acqui
       reject(error);
     };
     const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs, false)), context.acquireTimeoutMs);
-    const onAbort = () => giveUp(new StatementInterruptedError('aborted', undefined, false));
-    context.signal?.addEventListener('abort', onAbort, { once: true });
+    const stopListening = context.signal?.listen(() => giveUp(new StatementInterruptedError('aborted', undefined, false)));
     const cleanup = () => {
       clearTimeout(timer);
-      context.signal?.removeEventListener('abort', onAbort);
+      stopListening?.();
     };
     pending.then(
       (connection) => {

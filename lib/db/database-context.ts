@@ -9,8 +9,37 @@ export interface DatabaseContext {
   statementTimeoutMs: number;
   /** Longest a statement may wait for a pooled connection before the work gives up with a 503. */
   acquireTimeoutMs: number;
-  /** Aborted when nobody waits for the answer any more (the client left): running statements are cancelled, new ones refused. */
-  signal?: AbortSignal;
+  /** Raised when nobody waits for the answer any more (the client left): running statements are cancelled, new ones refused. */
+  signal?: ClientGone;
+}
+
+/**
+ * Raised once when the client of a unit of work has gone. What an AbortSignal would do here,
+ * for a fraction of its cost: the router makes one per request and every statement listens to
+ * it (EventTarget's listeners and the AbortController itself were measurable per request).
+ */
+export class ClientGone {
+  private raised = false;
+  private readonly listeners = new Set<() => void>();
+
+  get aborted(): boolean {
+    return this.raised;
+  }
+
+  /** Calls `listener` once when the client goes (never if it already has: check `aborted` first); returns what stops listening. */
+  listen(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Raises it (once): every listener runs. */
+  abort(): void {
+    if (this.raised) return;
+    this.raised = true;
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const listener of listeners) listener();
+  }
 }
 
 const storage = new AsyncLocalStorage<DatabaseContext>();

@@ -1,5 +1,5 @@
-import express, { type Router } from 'express';
 import { NotFoundError } from '../errors.js';
+import type { Route } from './route-table.js';
 
 /** PocketBase endpoints that sign users in: in recordbase that is the host's job. */
 const SIGN_IN = /^\/api\/collections\/[^/]+\/(auth-|request-|confirm-|impersonate|external-auths)/;
@@ -21,20 +21,28 @@ function describeUnserved(path: string): string {
   return 'The requested endpoint does not exist.';
 }
 
+/** `GET /api/health`. */
+export const HEALTH_ROUTE: Route = {
+  method: 'GET',
+  path: '/api/health',
+  handlers: [
+    (_req, res) => {
+      res.json({ status: 200, message: 'API is healthy.', data: {} });
+    },
+  ],
+};
+
+/** Whether `path` (below the router's mount) is under `/api/`, compared as Express compares mount paths (case-insensitively, at a segment boundary). */
+export function isApiPath(path: string): boolean {
+  const head = path.slice(0, 5).toLowerCase();
+  return head === '/api' || head === '/api/';
+}
+
 /**
- * `GET /api/health`, and a JSON 404 for every other path under `/api/` that no route answered
- * (docs/errors.md): never Express's HTML page, which the SDK would turn into "Something went
- * wrong". Mount it after every other route of the router; paths outside `/api/` pass through to
- * the host's own routes.
+ * The JSON 404 for a path under `/api/` that no route answers (docs/errors.md): never Express's
+ * HTML page, which the SDK would turn into "Something went wrong". Paths outside `/api/` pass
+ * through to the host's own routes.
  */
-export function createApiFallbackRoutes(): Router {
-  const router = express.Router();
-  router.get('/api/health', (_req, res) => {
-    res.json({ status: 200, message: 'API is healthy.', data: {} });
-  });
-  router.use('/api', (req) => {
-    // Inside this mount, req.path is what follows `/api`.
-    throw new NotFoundError(describeUnserved(`/api${req.path}`), 'route_not_found');
-  });
-  return router;
+export function unservedPathError(path: string): NotFoundError {
+  return new NotFoundError(describeUnserved(`/api${path.slice(4)}`), 'route_not_found');
 }

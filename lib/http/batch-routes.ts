@@ -1,9 +1,10 @@
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { BatchError } from '../errors.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { RecordService } from '../records/record-service.js';
 import { runBatch } from '../records/run-batch.js';
 import type { Logger } from './logger.js';
+import type { Route } from './route-table.js';
 import type { MultipartBody } from './read-multipart.js';
 import { readBatch } from './read-batch.js';
 import { readJsonBody } from './read-json-body.js';
@@ -32,8 +33,7 @@ export interface BatchRoutesOptions {
  * `pb.createBatch()` sends it (always multipart) or as plain JSON. The handler reads and checks
  * the whole body, then hands the requests to runBatch; spooled files are removed before the answer.
  */
-export function createBatchRoutes(options: BatchRoutesOptions): Router {
-  const router = express.Router();
+export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
   const { settings } = options;
   const refuseIfOff = (_req: Request, _res: Response, next: () => void) => {
     if (settings === false) throw new BatchError({ code: 'batch_not_allowed' });
@@ -41,7 +41,7 @@ export function createBatchRoutes(options: BatchRoutesOptions): Router {
   };
   const json = express.json({ limit: settings === false ? 0 : settings.maxBodySize, strict: false });
 
-  router.post('/api/batch', refuseIfOff, json, async (req, res) => {
+  const batch: RequestHandler = async (req, res) => {
     const limits = settings as BatchSettings;
     const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
     let results;
@@ -61,6 +61,6 @@ export function createBatchRoutes(options: BatchRoutesOptions): Router {
       await multipart?.discard();
     }
     res.json(results);
-  });
-  return router;
+  };
+  return [{ method: 'POST', path: '/api/batch', handlers: [refuseIfOff, json, batch] }];
 }

@@ -1,4 +1,4 @@
-import express, { type Request, type RequestHandler, type Router } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
 import { DOWNLOAD_SOURCES, extractToken, HEADER_ONLY } from '../auth/extract-token.js';
 import type { FileTokens } from '../auth/file-token.js';
@@ -15,6 +15,7 @@ import type { Logger } from './logger.js';
 import { readQueryParam } from './parse-list-query.js';
 import { createCallerResolver, describeRequest } from './resolve-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
+import type { Route } from './route-table.js';
 
 /** What the file routes need from the router. */
 export interface FilesRoutesOptions {
@@ -50,9 +51,8 @@ function hasFlag(req: Request, name: string): boolean {
  * parse the request and delegate: access to the record service, bytes to the storage, images to
  * the thumbnail cache, headers to sendStoredFile.
  */
-export function createFilesRoutes(options: FilesRoutesOptions): Router {
+export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
   const { records, storage, thumbnails, fileTokens } = options;
-  const router = express.Router();
   const resolveDownloadCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: DOWNLOAD_SOURCES });
   const resolveApiCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
 
@@ -109,8 +109,10 @@ export function createFilesRoutes(options: FilesRoutesOptions): Router {
     res.json({ token: fileTokens.sign(caller.request.auth) });
   };
 
-  router.get('/api/files/:collection/:recordId/:filename', download);
-  router.head('/api/files/:collection/:recordId/:filename', download);
-  router.post('/api/files/token', token);
-  return router;
+  const file = '/api/files/:collection/:recordId/:filename';
+  return [
+    { method: 'GET', path: file, handlers: [download] },
+    { method: 'HEAD', path: file, handlers: [download] },
+    { method: 'POST', path: '/api/files/token', handlers: [token] },
+  ];
 }

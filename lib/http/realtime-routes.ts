@@ -1,7 +1,8 @@
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { describeError, RecordbaseError } from '../errors.js';
 import type { RealtimeHub } from '../realtime/realtime-hub.js';
 import type { MultipartBody } from './read-multipart.js';
+import type { Route } from './route-table.js';
 import { readJsonBody } from './read-json-body.js';
 import type { CallerResolver } from './resolve-caller.js';
 
@@ -38,13 +39,12 @@ function readSubscriptions(value: unknown): unknown {
  * as DESIGN 12 and docs/realtime.md describe. Mounted only when realtime is on; otherwise both
  * fall through to the JSON 404.
  */
-export function createRealtimeRoutes(options: RealtimeRoutesOptions): Router {
-  const router = express.Router();
+export function createRealtimeRoutes(options: RealtimeRoutesOptions): Route[] {
   const json = express.json({ limit: options.maxBodySize, strict: false });
-  router.get('/api/realtime', async (req, res) => {
+  const connect: RequestHandler = async (req, res) => {
     await options.hub.connect(req, res);
-  });
-  router.post('/api/realtime', json, async (req, res) => {
+  };
+  const subscribe: RequestHandler = async (req, res) => {
     let body: Record<string, unknown>;
     let subscriptions: unknown;
     if (req.is('multipart/form-data')) {
@@ -73,6 +73,9 @@ export function createRealtimeRoutes(options: RealtimeRoutesOptions): Router {
     const caller = await options.resolveCaller(req);
     await options.hub.setSubscriptions(clientId, caller.request.auth, (subscriptions ?? []) as string[]);
     res.status(204).end();
-  });
-  return router;
+  };
+  return [
+    { method: 'GET', path: '/api/realtime', handlers: [connect] },
+    { method: 'POST', path: '/api/realtime', handlers: [json, subscribe] },
+  ];
 }

@@ -1,4 +1,4 @@
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
 import type { RecordService, WriteInput } from '../records/record-service.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
@@ -11,6 +11,7 @@ import type { MultipartBody } from './read-multipart.js';
 import type { Logger } from './logger.js';
 import { HEADER_ONLY } from '../auth/extract-token.js';
 import { createCallerResolver } from './resolve-caller.js';
+import type { Route } from './route-table.js';
 
 /** What the record routes need from the router. */
 export interface RecordsRoutesOptions {
@@ -34,10 +35,9 @@ function shapeOf(req: Request): ResponseShape {
  * The records endpoints (docs/records-api.md). Each handler only parses the request, calls the
  * record service and sends what the presenter shapes; rules, SQL and validation live below.
  */
-export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
+export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
   const { records, presenter } = options;
   const resolveCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
-  const router = express.Router();
   const json = express.json({ limit: options.maxBodySize, strict: false });
 
   const list: RequestHandler = async (req, res) => {
@@ -99,11 +99,14 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Router {
     res.json({ deleted: result.count });
   };
 
-  router.get('/api/collections/:collection/records', list);
-  router.get('/api/collections/:collection/records/:id', view);
-  router.post('/api/collections/:collection/records', json, create);
-  router.patch('/api/collections/:collection/records/:id', json, update);
-  router.delete('/api/collections/:collection/records/:id', remove);
-  router.delete('/api/collections/:collection/records', removeMany);
-  return router;
+  const recordsPath = '/api/collections/:collection/records';
+  const recordPath = '/api/collections/:collection/records/:id';
+  return [
+    { method: 'GET', path: recordsPath, handlers: [list] },
+    { method: 'GET', path: recordPath, handlers: [view] },
+    { method: 'POST', path: recordsPath, handlers: [json, create] },
+    { method: 'PATCH', path: recordPath, handlers: [json, update] },
+    { method: 'DELETE', path: recordPath, handlers: [remove] },
+    { method: 'DELETE', path: recordsPath, handlers: [removeMany] },
+  ];
 }
