@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import type { Knex } from 'knex';
-import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, StorageKind } from '../schema/collection-schema.js';
+import { compileObjectShape } from '../schema/object-shape.js';
 import { formatRecordDate, hasRecordDateShape } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
@@ -15,26 +16,39 @@ export type RecordValues = Record<string, unknown>;
 export const RECORD_ALIAS = 'r';
 
 
-function readValue(field: FieldSchema, raw: unknown): unknown {
-  if (raw === null || raw === undefined) {
-    if (field.storage === 'text') return '';
-    if (field.storage === 'array') return [];
-    if (field.storage === 'bool') return false;
-    return null;
-  }
+/** A date as the driver gave it: record-format text already (run-statement.ts reads a UTC timestamptz so), else a Date or other text. */
+function readDate(raw: unknown): unknown {
+  if (raw === null || raw === undefined) return null;
+  if (typeof raw === 'string' && hasRecordDateShape(raw)) return raw;
   // isDate, not instanceof: the embedded engine's rows come from its worker thread, which under a
   // test runner's vm context is another realm; String(date) would drop the milliseconds.
-  // Record statements read a UTC timestamptz as record-format text already (run-statement.ts).
-  if (field.storage === 'date') return typeof raw === 'string' && hasRecordDateShape(raw) ? raw : formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
-  if (field.storage === 'number') return typeof raw === 'number' ? raw : Number(raw);
-  return raw;
+  return formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
 }
+
+/** How a column's value becomes a record value, per storage kind (SQL NULL is each kind's empty value). */
+const READ_STORAGE: Record<StorageKind, (raw: unknown) => unknown> = {
+  text: (raw) => raw ?? '',
+  array: (raw) => raw ?? [],
+  bool: (raw) => raw ?? false,
+  number: (raw) => (raw === null || raw === undefined ? null : typeof raw === 'number' ? raw : Number(raw)),
+  date: readDate,
+  json: (raw) => raw ?? null,
+};
+
+const rowReaders = new WeakMap<CollectionSchema, (row: Record<string, unknown>) => RecordValues>();
 
 /** Turns a database row into record values; the only place that knows how the driver answers. */
 export function readRow(collection: CollectionSchema, row: Record<string, unknown>): RecordValues {
-  const out: RecordValues = {};
-  for (const field of collection.fields) out[field.name] = readValue(field, row[field.column]);
-  return out;
+  let read = rowReaders.get(collection);
+  if (!read) {
+    // One object literal per collection (lib/schema/object-shape.ts): rows are the hottest objects there are.
+    read = compileObjectShape<Record<string, unknown>>(
+      collection.fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })),
+      READ_STORAGE,
+    );
+    rowReaders.set(collection, read);
+  }
+  return read(row);
 }
 
 /** A value as a write binds it into its column (jsonb columns take JSON text). */

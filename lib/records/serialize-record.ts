@@ -1,17 +1,36 @@
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { RecordValues } from '../db/record-store.js';
+import { compileObjectShape, type ShapeEntry } from '../schema/object-shape.js';
+
+type Serializer = (values: RecordValues) => Record<string, unknown>;
+
+/** Per collection: the serializer for everyone else, and the one for superusers (hidden fields shown). */
+const serializers = new WeakMap<CollectionSchema, { visible: Serializer; all: Serializer }>();
+
+function compileSerializer(collection: CollectionSchema, showHidden: boolean): Serializer {
+  const entries: ShapeEntry[] = [
+    { key: 'collectionId', value: collection.id },
+    { key: 'collectionName', value: collection.name },
+    { key: 'id', from: 'id' },
+  ];
+  for (const field of collection.fields) {
+    if (field.system || (field.hidden && !showHidden)) continue;
+    entries.push({ key: field.name, from: field.name });
+  }
+  entries.push({ key: 'created', from: 'created' }, { key: 'updated', from: 'updated' });
+  return compileObjectShape<RecordValues>(entries);
+}
 
 /**
  * The response shape of one record (interface 2.1): collectionId, collectionName, id, the
  * declared fields in declaration order, created, updated. Hidden fields only for superusers.
+ * Compiled once per collection into one object literal (lib/schema/object-shape.ts).
  */
 export function serializeRecord(collection: CollectionSchema, values: RecordValues, options: { showHidden: boolean }): Record<string, unknown> {
-  const out: Record<string, unknown> = { collectionId: collection.id, collectionName: collection.name, id: values.id };
-  for (const field of collection.fields) {
-    if (field.system || (field.hidden && !options.showHidden)) continue;
-    out[field.name] = values[field.name];
+  let found = serializers.get(collection);
+  if (!found) {
+    found = { visible: compileSerializer(collection, false), all: compileSerializer(collection, true) };
+    serializers.set(collection, found);
   }
-  out.created = values.created;
-  out.updated = values.updated;
-  return out;
+  return (options.showHidden ? found.all : found.visible)(values);
 }
