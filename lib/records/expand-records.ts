@@ -56,7 +56,11 @@ const EXPAND_KEY_BYTES = Buffer.byteLength(',"expand":{}');
  */
 class ExpandBudget {
   private records = 0;
+  /** Bytes counted exactly. */
   private bytes = 0;
+  /** Records counted by an upper bound only (jsonBytesAtMost), not yet serialised, and that bound's sum. */
+  private unmeasured: ExpandNode[] = [];
+  private bytesAtMost = 0;
 
   constructor(private readonly limits: ExpandLimits) {}
 
@@ -75,8 +79,30 @@ class ExpandBudget {
     );
   }
 
-  addBytes(count: number): void {
-    this.bytes += count;
+  /**
+   * Counts one level: `overhead` exact bytes (keys, brackets, commas) and the records `nodes`
+   * (each `copies` times). While the sum stays under the limit by an upper bound, the records are
+   * not serialised at all; once the bound says "maybe over", every record counted by its bound so
+   * far is serialised (as it was at its own level, without the `expand` a deeper level gave it)
+   * and the exact sum decides.
+   */
+  async addLevel(overhead: number, nodes: readonly ExpandNode[]): Promise<void> {
+    this.bytes += overhead;
+    let atMost = 0;
+    for (const node of nodes) atMost += node.copies * jsonBytesAtMost(node.out);
+    if (this.bytes + this.bytesAtMost + atMost <= this.limits.maxBytes) {
+      this.bytesAtMost += atMost;
+      for (const node of nodes) this.unmeasured.push(node);
+      return;
+    }
+    const toMeasure = [...this.unmeasured, ...nodes];
+    this.unmeasured = [];
+    this.bytesAtMost = 0;
+    for (const [index, node] of toMeasure.entries()) {
+      this.bytes += node.copies * jsonBytes(node.out.expand === undefined ? node.out : { ...node.out, expand: undefined });
+      // Measuring is serialising: thousands of records take long enough to be felt by others.
+      if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
+    }
     if (this.bytes <= this.limits.maxBytes) return;
     throw new BadRequestError(
       `The expansion would add more than ${this.limits.maxBytes} bytes to the response (limits.maxExpandBytes). ` +
@@ -100,7 +126,9 @@ function viewConditions(run: ExpandRun, collection: CollectionSchema): SqlFragme
 function attach(item: ExpandItem, name: string, value: unknown): boolean {
   const first = item.out.expand === undefined;
   const expand = (item.out.expand ??= {}) as Record<string, unknown>;
-  Object.defineProperty(expand, name, { value, enumerable: true, writable: true, configurable: true });
+  // A relation may be named `__proto__`: that one must become an own property, not a prototype.
+  if (name === '__proto__') Object.defineProperty(expand, name, { value, enumerable: true, writable: true, configurable: true });
+  else expand[name] = value;
   return first;
 }
 
@@ -113,6 +141,48 @@ function yieldToEventLoop(): Promise<void> {
 
 function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
+
+/** Longest JSON of a number: `-0.0000012345678901234567`. */
+const NUMBER_BYTES_AT_MOST = 25;
+/** Deeper values are serialised instead of bounded. */
+const BOUND_DEPTH = 32;
+
+/**
+ * An upper bound of `jsonBytes(value)` for plain JSON data (what a response record holds),
+ * without serialising: a string counts 6 bytes per UTF-16 unit (`\u001f` is the longest escape;
+ * a character is at most 3 UTF-8 bytes per unit), every number 25, and an object or array its
+ * brackets, keys and separators. Anything else (a toJSON, a deep value) is measured exactly.
+ */
+export function jsonBytesAtMost(value: unknown, depth = 0): number {
+  switch (typeof value) {
+    case 'string':
+      return 2 + 6 * value.length;
+    case 'number':
+      return NUMBER_BYTES_AT_MOST;
+    case 'boolean':
+      return 5;
+    case 'object': {
+      if (value === null) return 4;
+      if (depth >= BOUND_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') return jsonBytes(value);
+      let bytes = 2;
+      if (Array.isArray(value)) {
+        for (const item of value) bytes += 1 + (item === undefined ? 4 : jsonBytesAtMost(item, depth + 1));
+        return bytes;
+      }
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        const item = (value as Record<string, unknown>)[key];
+        if (item !== undefined) bytes += 4 + 6 * key.length + jsonBytesAtMost(item, depth + 1);
+      }
+      return bytes;
+    }
+    default: {
+      // undefined, a function or a symbol: nothing, or `null` in an array.
+      const text = JSON.stringify(value);
+      return text === undefined ? 4 : Buffer.byteLength(text, 'utf8');
+    }
+  }
 }
 
 /** Related records by the id of the parent whose back-relation holds them, in query order. */
@@ -200,12 +270,7 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     }
     const shownNodes = related.filter((node) => node.copies > 0);
     run.budget.addRecords(shownNodes.reduce((sum, node) => sum + node.copies, 0));
-    for (const [index, node] of shownNodes.entries()) {
-      bytes += node.copies * jsonBytes(node.out);
-      // Measuring is serialising: thousands of records take long enough to be felt by others.
-      if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
-    }
-    run.budget.addBytes(bytes);
+    await run.budget.addLevel(bytes, shownNodes);
     if (subtree.size > 0 && shownNodes.length > 0) await expandLevel(run, target, shownNodes, subtree);
   }
 }

@@ -238,5 +238,27 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
       expect(overBytes.body.message).toContain(`more than ${bytes - 1} bytes`);
       expect(overBytes.body.message).toContain('limits.maxExpandBytes');
     }, 60_000);
+
+    test('a deep chain at the byte limit is 200 and one byte under is 400 (levels first counted by a bound are measured as they were)', async () => {
+      // Six levels of one record each: the first levels fit by their upper bound, a later one
+      // does not, and then the earlier records (which by now carry their own `expand`) are
+      // measured without it; counting that `expand` twice would refuse the exact limit.
+      const chain = `nodes/records?perPage=1&page=1500&sort=id&skipTotal=1&expand=${Array(6).fill('parent').join('.')}`;
+      const full = await app.http.get(api(chain));
+      expect(full.status).toBe(200);
+      const { records, bytes } = measureExpansion(full.body.items);
+      expect(records).toBe(6);
+
+      tight = await startLimited({ maxExpandBytes: bytes });
+      const atLimit = await tight.http.get(api(chain));
+      expect(atLimit.status).toBe(200);
+      expect(atLimit.body).toEqual(full.body);
+      await tight.close();
+
+      tight = await startLimited({ maxExpandBytes: bytes - 1 });
+      const over = await tight.http.get(api(chain));
+      expect(over.status).toBe(400);
+      expect(over.body.message).toContain(`more than ${bytes - 1} bytes`);
+    }, 60_000);
   });
 });
