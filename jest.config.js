@@ -8,5 +8,6 @@ export default {
   },
   testMatch: ['<rootDir>/spec/**/*.test.ts'],
   globalSetup: '<rootDir>/spec/support/global-setup.ts',
+  globalTeardown: '<rootDir>/spec/support/global-teardown.ts',
   testTimeout: 30000,
 };

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { CollectionDefinition } from '../../lib/index.js';
 import type { Limits } from '../../lib/options.js';
 import { measureEventLoopLag, measureLeastEventLoopLag } from '../support/event-loop-lag.js';
@@ -188,9 +188,12 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
   });
 
   describe('expand limits are exact', () => {
+    // Each test's last router is closed after it (a test that reassigned `tight` over an open
+    // router left its server listening, and jest never exited).
     let tight: SiblingRouter | undefined;
-    afterAll(async () => {
+    afterEach(async () => {
       await tight?.close();
+      tight = undefined;
     });
 
     const startLimited = (limits: Partial<Limits>) => startSiblingRouter(app, { collections: collections(), limits });
