@@ -59,6 +59,9 @@ const records = createRecordsRouter({
   storage: diskStorage({ root: path.join(dataDir, 'storage') }),
   fileTokenSecret: FILE_TOKEN_SECRET,
   fileSweep: false,
+  // knex-pglite's connections cannot LISTEN (realtime needs node-postgres): the in-thread
+  // baseline runs without realtime, so it also skips the capture triggers the worker's creates run.
+  ...(process.env.BENCH_ENGINE === 'embedded-in-thread' ? { realtime: false as const } : {}),
 });
 const app = express();
 app.use('/backend', records);

@@ -28,6 +28,12 @@ function isEmbedded(client: unknown): client is EmbeddedListenClient {
   return typeof (client as Partial<EmbeddedListenClient>).listen === 'function';
 }
 
+/** A node-postgres client: it emits `notification` events, which is how LISTEN reaches us. */
+function canListen(connection: unknown): connection is pg.Client {
+  const candidate = connection as Partial<pg.Client> | null;
+  return typeof candidate?.on === 'function' && typeof candidate.query === 'function' && typeof candidate.end === 'function';
+}
+
 /**
  * LISTENs on `channels` and reports what arrives. On Postgres: one dedicated connection, outside
  * the pool (a pooled one could be recycled, or sit behind a transaction-pooling proxy), named
@@ -50,6 +56,14 @@ export async function startChangeListener(options: { db: Knex; channels: readonl
 
   const connect = async (): Promise<void> => {
     const next = await client.acquireRawConnection();
+    if (!canListen(next)) {
+      await client.destroyRawConnection(next).catch(() => undefined);
+      throw new Error(
+        `realtime listens for changes over a node-postgres connection (a Knex with client 'pg') or the embedded engine; ` +
+          `this Knex's client (${String((client as { dialect?: unknown }).dialect ?? client.constructor.name)}) gives connections that cannot LISTEN. ` +
+          "Pass `realtime: false`, or a Knex with client 'pg'.",
+      );
+    }
     let lost = false;
     const onLost = (reason: unknown) => {
       if (lost) return;

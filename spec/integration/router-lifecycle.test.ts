@@ -3,7 +3,8 @@ import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import express from 'express';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
 import supertest from 'supertest';
 import { createRecordsRouter, SchemaError, type RecordsRouter } from '../../lib/index.js';
 import { resolveOptions } from '../../lib/options.js';
@@ -88,6 +89,37 @@ describe('router lifecycle', () => {
     await expect(listThrough(router)).resolves.toMatchObject({ status: 503, body: { message: expect.stringContaining(`recordbase could not start: ${reason}`) } });
     await router.close();
     await database.destroy();
+  });
+
+  test('a Postgres dialect whose connections cannot LISTEN (knex-pglite): with realtime on, ready rejects saying so; with realtime: false it serves', async () => {
+    // knex-pglite's connections are PGlite instances, not node-postgres clients: realtime's
+    // listener cannot subscribe on them. Before, ready failed with "next.on is not a function".
+    const open = (folder: string) =>
+      knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: join(dir, folder) } as Knex.StaticConnectionConfig });
+    const withRealtime = open('pglite-realtime');
+    const logger = createMemoryLogger();
+    const refused = createRecordsRouter({ collections: notes, database: withRealtime, logger });
+    const reason = 'realtime listens for changes over a node-postgres connection';
+    await expect(refused.ready).rejects.toThrow(reason);
+    await expect(refused.ready).rejects.toThrow('realtime: false');
+    await expect(listThrough(refused)).resolves.toMatchObject({ status: 503, body: { message: expect.stringContaining(reason) } });
+    await refused.close();
+    await withRealtime.destroy();
+
+    const withoutRealtime = open('pglite-plain');
+    const served = createRecordsRouter({ collections: notes, database: withoutRealtime, realtime: false, logger: createMemoryLogger() });
+    await served.ready;
+    const { http, server } = await serve(served);
+    try {
+      const created = await http.post('/backend/api/collections/notes/records').send({ text: 'kept' });
+      expect(created.status).toBe(200);
+      const listed = await http.get('/backend/api/collections/notes/records');
+      expect(listed.body.items.map((item: { text: string }) => item.text)).toEqual(['kept']);
+    } finally {
+      server.close();
+      await served.close();
+      await withoutRealtime.destroy();
+    }
   });
 
   test('an unsafe schema change: ready rejects with a message naming collection and field; requests get it as 503', async () => {
