@@ -35,20 +35,9 @@ const READ_STORAGE: Record<StorageKind, (raw: unknown) => unknown> = {
   json: (raw) => raw ?? null,
 };
 
-const rowReaders = new WeakMap<CollectionSchema, (row: Record<string, unknown>) => RecordValues>();
-
 /** Turns a database row into record values; the only place that knows how the driver answers. */
 export function readRow(collection: CollectionSchema, row: Record<string, unknown>): RecordValues {
-  let read = rowReaders.get(collection);
-  if (!read) {
-    // One object literal per collection (lib/schema/object-shape.ts): rows are the hottest objects there are.
-    read = compileObjectShape<Record<string, unknown>>(
-      collection.fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })),
-      READ_STORAGE,
-    );
-    rowReaders.set(collection, read);
-  }
-  return read(row);
+  return sqlOf(collection).readRow(row);
 }
 
 /** A value as a write binds it into its column (jsonb columns take JSON text). */
@@ -79,7 +68,8 @@ const MAX_NAMED_SHAPES = 16;
  * used) and reused with new bindings: the select list, the table, the fixed statements, and the
  * insert shapes, which carry a prepared-statement name (named inserts measured faster in the
  * bench; named views did not, so they run unnamed). Columns are listed, not `*`, so a prepared
- * statement's result type does not change when another process adds a column.
+ * statement's result type does not change when another process adds a column. Beside them, from
+ * the same column list, the reader of the rows those statements return.
  */
 class CollectionSql {
   /** `"r"."id", "r"."title", …` */
@@ -93,6 +83,8 @@ class CollectionSql {
   /** `SELECT <list> FROM "posts" AS "r" WHERE "r"."id" = ?` */
   readonly byId: string;
   readonly existingIds: string;
+  /** A row into record values, as one object literal (lib/schema/object-shape.ts): rows are the hottest objects there are. */
+  readonly readRow: (row: Record<string, unknown>) => RecordValues;
   private readonly shapes = new Map<string, { sql: string; name?: string }>();
 
   constructor(readonly collection: CollectionSchema) {
@@ -103,6 +95,7 @@ class CollectionSql {
     this.countFrom = `SELECT count(*)::int AS n FROM ${table}`;
     this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
     this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
+    this.readRow = compileObjectShape(collection.fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
   }
 
   /** A statement text of a shape keyed by `key`, made by `build` the first time; named while there are few shapes. */
@@ -171,8 +164,9 @@ export class RecordStore {
 
   private async rows(collection: CollectionSchema, statement: Statement): Promise<RecordValues[]> {
     const { rows } = await runStatement(this.db, statement);
+    const read = sqlOf(collection).readRow;
     const out: RecordValues[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) out[i] = readRow(collection, rows[i]!);
+    for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
     return out;
   }
 
