@@ -110,6 +110,8 @@ export interface LoadSettings {
   connections: number;
   warmupSeconds: number;
   durationSeconds: number;
+  /** A fixed request rate (per second, all connections together) instead of as fast as the server answers. */
+  rate?: number;
 }
 
 /** Runs one load spec against one server in a fresh load-generator process. */
@@ -125,6 +127,7 @@ export async function measureLoad(options: { server: ServerProcess; spec: LoadSp
     connections: load.connections,
     warmupSeconds: load.warmupSeconds,
     durationSeconds: load.durationSeconds,
+    rate: load.rate,
   } satisfies LoadRequest);
   const { warmup, measured } = await reply;
   const cpuAfter = readCpuSeconds(server.pid);

@@ -17,6 +17,8 @@ export interface LoadRequest {
   connections: number;
   warmupSeconds: number;
   durationSeconds: number;
+  /** Requests per second over all connections (autocannon's `overallRate`); absent: as fast as the server answers. */
+  rate?: number;
 }
 
 /** One autocannon run, reduced to what the table needs. */
@@ -84,7 +86,7 @@ function buildRequests(spec: LoadSpec): autocannon.AutocannonRequest[] {
 function run(request: LoadRequest, seconds: number): Promise<LoadSummary> {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url: request.url, connections: request.connections, duration: seconds, timeout: 30, requests: buildRequests(request.spec) },
+      { url: request.url, connections: request.connections, duration: seconds, timeout: 30, requests: buildRequests(request.spec), ...(request.rate ? { overallRate: request.rate } : {}) },
       (error, result) => {
         if (error) return reject(error);
         resolve({

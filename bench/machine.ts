@@ -1,5 +1,5 @@
 /** What the machine is and how busy it is, so that every printed result says where it came from. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** One line: cores, CPU model, RAM, Node. */
@@ -32,6 +32,20 @@ export function readMemory(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+/**
+ * Starts a new peak for a process's VmHWM (writes `5` to /proc/<pid>/clear_refs), so that the
+ * peak read after a cell is that cell's own. False where the kernel refuses (then VmHWM stays the
+ * peak since start).
+ */
+export function resetPeakMemory(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** CPU seconds a process has used so far (user and system), from /proc/<pid>/stat (clock ticks of 1/100 s). */

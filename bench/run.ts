@@ -39,7 +39,7 @@ import type { CapturedQuery } from './bench-app.js';
 import { benchSchema, POSTS_ID, seededPostId, seededUserId, THUMB, WRITE_MARKER } from './bench-data.js';
 import { measureLoad, parsePositive, startServer, stopServer, waitForMessage, type Measurement, type ServerProcess } from './bench-processes.js';
 import type { LoadSummary } from './load.js';
-import { countJestProcesses, describeLoad, describeMachine, readMemory } from './machine.js';
+import { countJestProcesses, describeLoad, describeMachine, readMemory, resetPeakMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
 import { makePng } from './png.js';
 import { runRealtimeBench } from './realtime-bench.js';
@@ -60,6 +60,11 @@ interface BenchConfig {
   explain: boolean;
   /** `postgres`: recordbase against the hand-written baseline; `embedded`: the worker engine against in-thread PGlite. */
   engine: 'postgres' | 'embedded';
+  /**
+   * `--fixed-rate F` (0 < F ≤ 1): after the table, each scenario again with both servers loaded at
+   * once, each at F times the slower one's rate in the table; CPU per request compared.
+   */
+  fixedRate: number | undefined;
 }
 
 /** `--realtime-clients`: streams the `realtime` scenario holds (bench/realtime-bench.ts). */
@@ -82,6 +87,7 @@ function readConfig(): BenchConfig {
       'no-explain': { type: 'boolean', default: false },
       engine: { type: 'string' },
       'realtime-clients': { type: 'string' },
+      'fixed-rate': { type: 'string' },
     },
   });
   realtimeClients = Math.floor(parsePositive('--realtime-clients', values['realtime-clients'], 1000));
@@ -101,6 +107,7 @@ function readConfig(): BenchConfig {
     scenarios: scenarios ? new Set(scenarios.split(',').map((s) => s.trim() as ScenarioKey)) : undefined,
     explain: !values['no-explain'],
     engine,
+    fixedRate: values['fixed-rate'] === undefined ? undefined : parseFraction('--fixed-rate', values['fixed-rate']),
   };
 }
 
@@ -230,6 +237,17 @@ function printTable(rows: Row[], statements: Map<ScenarioKey, string[]>, names: 
   }
 }
 
+/** Peak RSS of each scenario's cells (the highest of its rounds), side by side. */
+function printCellPeaks(scenarios: Scenario[], peaks: Map<ScenarioKey, Map<ServerProcess, number>>, [app, baseline]: [ServerProcess, ServerProcess]): void {
+  console.log(`\n| # | scenario | ${app.name} peak RSS MiB | ${baseline.name} peak RSS MiB | ratio |`);
+  console.log('|---|---|---|---|---|');
+  for (const scenario of scenarios) {
+    const a = peaks.get(scenario.key)?.get(app) ?? NaN;
+    const b = peaks.get(scenario.key)?.get(baseline) ?? NaN;
+    console.log(`| ${scenario.number} | ${scenario.label} | ${fmt(a)} | ${fmt(b)} | ${fmt(a / b, 2)} |`);
+  }
+}
+
 /** A statement's kind, for the "SQL per request" column: `BEGIN`, `select posts`, `insert posts`... */
 function describeStatement(sql: string): string {
   const s = sql.trim();
@@ -278,11 +296,26 @@ async function prepareFiles(app: ServerProcess, dataDir: string): Promise<{ thum
  * and the result table, and returns the table. `app` is the server under test, `baseline` the one
  * it is compared with (the ratio is app / baseline).
  */
-async function measureScenarios(options: { config: BenchConfig; rows: number; app: ServerProcess; baseline: ServerProcess; scenarios: Scenario[]; statements: Map<ScenarioKey, string[]> }): Promise<Row[]> {
+async function measureScenarios(options: {
+  config: BenchConfig;
+  rows: number;
+  app: ServerProcess;
+  baseline: ServerProcess;
+  scenarios: Scenario[];
+  statements: Map<ScenarioKey, string[]>;
+  /** Removes the rows the cells wrote (and re-analyses), so that `--fixed-rate` lists read the seeded table as the cells did. */
+  removeWrites?: () => Promise<unknown>;
+}): Promise<Row[]> {
   const { config, rows, app, baseline, scenarios, statements } = options;
   console.log(`\nmeasuring: ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per scenario and server; jest processes running: ${countJestProcesses()}, load ${describeLoad()}`);
   const table: Row[] = [];
   const memoryNotes: string[] = [];
+  // Peak RSS: each cell's own (VmHWM reset before it), and the whole run's, kept here because the
+  // resets clear the kernel's; it starts with the peak of start-up and preparation.
+  const startPeak = new Map([app, baseline].map((server) => [server, readMemory(server.pid).peak]));
+  const runPeak = new Map(startPeak);
+  const cellPeaks = new Map<ScenarioKey, Map<ServerProcess, number>>();
+  let peaksPerCell = true;
   let busyCells = 0;
   for (const [i, scenario] of scenarios.entries()) {
     const results = new Map<ServerProcess, Measurement[]>([
@@ -299,6 +332,8 @@ async function measureScenarios(options: { config: BenchConfig; rows: number; ap
         if (scenario.key === 'upload') execFileSync('sync');
         const jestAtStart = countJestProcesses();
         const before = readMemory(server.pid);
+        runPeak.set(server, Math.max(runPeak.get(server)!, before.peak));
+        peaksPerCell = resetPeakMemory(server.pid) && peaksPerCell;
         // RSS once a second while under load: flat for a streaming upload, growing if bodies were buffered.
         const samples: number[] = [];
         const sampler = setInterval(() => samples.push(readMemory(server.pid).rss), 1000);
@@ -312,11 +347,15 @@ async function measureScenarios(options: { config: BenchConfig; rows: number; ap
         const jest = Math.max(jestAtStart, countJestProcesses());
         if (jest > 0) busyCells++;
         const after = readMemory(server.pid);
+        runPeak.set(server, Math.max(runPeak.get(server)!, after.peak));
+        if (!cellPeaks.has(scenario.key)) cellPeaks.set(scenario.key, new Map());
+        const peaks = cellPeaks.get(scenario.key)!;
+        peaks.set(server, Math.max(peaks.get(server) ?? 0, after.peak));
         if (scenario.key === 'upload') {
           const during = samples.slice(Math.ceil(config.warmupSeconds));
           memoryNotes.push(
             `${server.name}, upload scenario${config.rounds > 1 ? ` round ${round + 1}` : ''}: RSS ${fmt(before.rss)} MiB before; ` +
-              `during the measured window (1/s) ${during.map((n) => fmt(n)).join(' ')} MiB; ${fmt(after.rss)} MiB after; peak since start ${fmt(after.peak)} MiB`,
+              `during the measured window (1/s) ${during.map((n) => fmt(n)).join(' ')} MiB; ${fmt(after.rss)} MiB after; peak in this cell ${fmt(after.peak)} MiB`,
           );
         }
         console.log(
@@ -325,10 +364,10 @@ async function measureScenarios(options: { config: BenchConfig; rows: number; ap
         );
       }
     }
-    // The median round of each (the lower middle for an even count): on this shared VM a round can
-    // be far off in either direction, and the best round would reward whichever side got lucky.
-    const median = (list: Measurement[]) => [...list].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor((list.length - 1) / 2)]!;
-    table.push({ scenario, recordbase: median(results.get(app)!), baseline: median(results.get(baseline)!) });
+    // The median round of each: on this shared VM a round can be far off in either direction, and
+    // the best round would reward whichever side got lucky.
+    const byRate = (m: Measurement) => m.requestsPerSecond;
+    table.push({ scenario, recordbase: median(results.get(app)!, byRate), baseline: median(results.get(baseline)!, byRate) });
   }
 
   console.log(
@@ -337,10 +376,69 @@ async function measureScenarios(options: { config: BenchConfig; rows: number; ap
   );
   printTable(table, statements, [app.name, baseline.name]);
   console.log('');
-  for (const server of [app, baseline]) console.log(`peak RSS (VmHWM) of the ${server.name} process: ${fmt(readMemory(server.pid).peak)} MiB`);
+  for (const server of [app, baseline]) {
+    runPeak.set(server, Math.max(runPeak.get(server)!, readMemory(server.pid).peak));
+    console.log(`peak RSS (VmHWM) of the ${server.name} process: ${fmt(runPeak.get(server)!)} MiB (start-up and preparation: ${fmt(startPeak.get(server)!)} MiB)`);
+  }
+  if (peaksPerCell) printCellPeaks(scenarios, cellPeaks, [app, baseline]);
+  else console.log('(peak RSS per cell unavailable: /proc/<pid>/clear_refs refused)');
   for (const note of memoryNotes) console.log(note);
   console.log(`cells measured while a jest process ran (at their start or end): ${busyCells} of ${scenarios.length * 2 * config.rounds}`);
+  if (config.fixedRate !== undefined) {
+    await options.removeWrites?.();
+    await measureAtFixedRate({ config, app, baseline, table, fraction: config.fixedRate });
+  }
   return table;
+}
+
+/** The middle item of `list` by `key` (the lower middle for an even count). */
+function median<T>(list: readonly T[], key: (item: T) => number): T {
+  return [...list].sort((a, b) => key(a) - key(b))[Math.floor((list.length - 1) / 2)]!;
+}
+
+/** A number in (0, 1]; throws on anything else. */
+function parseFraction(name: string, raw: string): number {
+  const n = Number(raw);
+  if (!(n > 0 && n <= 1)) throw new Error(`${name} must be a fraction in (0, 1], got "${raw}"`);
+  return n;
+}
+
+/**
+ * `--fixed-rate F`: each scenario of the table again, with both servers loaded at the same time,
+ * each at F times the slower server's rate in the table, `--rounds` times; the median CPU per
+ * request of each, and their ratio. Neither server is saturated and both see the same moments of
+ * the machine, so on a small shared machine this ratio moves far less between runs than the ratio
+ * of saturated rates, which depends on how the cores are split between a server, Postgres and the
+ * load generator.
+ */
+async function measureAtFixedRate(options: { config: BenchConfig; app: ServerProcess; baseline: ServerProcess; table: Row[]; fraction: number }): Promise<void> {
+  const { config, app, baseline, table, fraction } = options;
+  const lines: string[] = [];
+  for (const { scenario, recordbase, baseline: other } of table) {
+    const rate = Math.max(1, Math.round(fraction * Math.min(recordbase.requestsPerSecond, other.requestsPerSecond)));
+    const load = { ...config, rate };
+    const cpu = new Map<ServerProcess, number[]>([
+      [app, []],
+      [baseline, []],
+    ]);
+    let short = '';
+    for (let round = 0; round < config.rounds; round++) {
+      const results = await Promise.all([app, baseline].map((server) => measureLoad({ server, spec: scenario.spec, load })));
+      results.forEach((r, i) => {
+        const server = i === 0 ? app : baseline;
+        cpu.get(server)!.push(r.cpuMsPerRequest);
+        // A server that could not keep up makes the comparison unfair: say so.
+        if (r.requestsPerSecond < rate * 0.95 || r.non2xx > 0 || r.errors > 0) short = ` (${server.name}: ${fmt(r.requestsPerSecond)} req/s${flag(r)})`;
+      });
+    }
+    const a = median(cpu.get(app)!, Number);
+    const b = median(cpu.get(baseline)!, Number);
+    lines.push(`| ${scenario.number} | ${scenario.label} | ${rate} | ${fmt(a, 3)} | ${fmt(b, 3)} | ${fmt(a / b, 2)}${short} |`);
+  }
+  console.log(`\n### CPU per request at a fixed rate (${fraction} of the slower server's), both servers loaded at once (${config.warmupSeconds} s warm-up + ${config.durationSeconds} s, median of ${config.rounds})`);
+  console.log(`\n| # | scenario | req/s each | ${app.name} CPU ms/req | ${baseline.name} CPU ms/req | ratio |`);
+  console.log('|---|---|---|---|---|---|');
+  for (const line of lines) console.log(line);
 }
 
 async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResult> {
@@ -376,7 +474,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
       await explainQueries(config.url, schema, explained);
     }
 
-    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements });
+    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements, removeWrites: () => removeBenchWrites(config.url, schema) });
     return { rows, table };
   } finally {
     if (app) await stopServer(app);
