@@ -2,6 +2,7 @@ import { types } from 'node:util';
 import type { Knex } from 'knex';
 import type { CollectionSchema, FieldSchema, StorageKind } from '../schema/collection-schema.js';
 import { compileObjectShape } from '../schema/object-shape.js';
+import { memoizePerObject } from '../memoize-per-object.js';
 import { formatRecordDate, hasRecordDateShape } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
@@ -110,16 +111,7 @@ class CollectionSql {
   }
 }
 
-const collectionSql = new WeakMap<CollectionSchema, CollectionSql>();
-
-function sqlOf(collection: CollectionSchema): CollectionSql {
-  let found = collectionSql.get(collection);
-  if (!found) {
-    found = new CollectionSql(collection);
-    collectionSql.set(collection, found);
-  }
-  return found;
-}
+const sqlOf = memoizePerObject((collection: CollectionSchema) => new CollectionSql(collection));
 
 /** ` WHERE (a) AND (b)` (or nothing) and the fragments' bindings appended to `bindings`. */
 function whereClause(where: readonly SqlFragment[], bindings: unknown[], leading = ' WHERE '): string {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../schema/record-date.js';
+import { memoizePerObject } from '../memoize-per-object.js';
 
 /**
  * A statement ready to send: SQL text with `?` placeholders (Knex positions them as `$n`), its
@@ -32,7 +33,6 @@ interface TypeParsers {
 }
 
 const TIMESTAMPTZ_OID = 1184;
-const recordTypesOf = new WeakMap<object, TypeParsers>();
 
 /**
  * The type parsers of record statements on one connection: a timestamptz in UTC arrives as its
@@ -43,16 +43,14 @@ const recordTypesOf = new WeakMap<object, TypeParsers>();
  */
 function recordTypes(connection: unknown): TypeParsers | undefined {
   if (typeof connection !== 'object' || connection === null || typeof (connection as Partial<TypeParsers>).getTypeParser !== 'function') return undefined;
-  let types = recordTypesOf.get(connection);
-  if (!types) {
-    const own = connection as TypeParsers;
-    const parseTimestamp = own.getTypeParser(TIMESTAMPTZ_OID, 'text');
-    const readTimestamp = (text: string) => recordDateFromPostgresText(text) ?? parseTimestamp(text);
-    types = { getTypeParser: (oid, format) => (oid === TIMESTAMPTZ_OID && format === 'text' ? readTimestamp : own.getTypeParser(oid, format)) };
-    recordTypesOf.set(connection, types);
-  }
-  return types;
+  return recordTypesOf(connection as TypeParsers);
 }
+
+const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
+  const parseTimestamp = own.getTypeParser(TIMESTAMPTZ_OID, 'text');
+  const readTimestamp = (text: string) => recordDateFromPostgresText(text) ?? parseTimestamp(text);
+  return { getTypeParser: (oid, format) => (oid === TIMESTAMPTZ_OID && format === 'text' ? readTimestamp : own.getTypeParser(oid, format)) };
+});
 
 /**
  * Runs one statement through Knex's client without Knex's query builder or runner: a connection

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { quoteIdent as q, joinSql, type SqlFragment } from '../query/sql-fragment.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
+import { memoizePerObject } from '../memoize-per-object.js';
 
 /**
  * What one subscriber needs for a change to reach it: `[]` (the rule is `""`, or a superuser
@@ -25,17 +26,10 @@ interface Prepared {
  * Cached per conditions array: the hub keeps a subscription's compiled conditions (identities are
  * fixed per client), so joining and stringifying them happens once, not per change.
  */
-const prepared = new WeakMap<readonly SqlFragment[], Prepared>();
-
-function prepare(conditions: readonly SqlFragment[]): Prepared {
-  let entry = prepared.get(conditions);
-  if (!entry) {
-    const fragment = conditions.length === 1 ? conditions[0] : joinSql(conditions.map((f) => ({ sql: `(${f.sql})`, bindings: f.bindings })), ' AND ');
-    entry = { fragment, key: `${fragment.sql}\u0000${JSON.stringify(fragment.bindings)}` };
-    prepared.set(conditions, entry);
-  }
-  return entry;
-}
+const prepare = memoizePerObject((conditions: readonly SqlFragment[]): Prepared => {
+  const fragment = conditions.length === 1 ? conditions[0] : joinSql(conditions.map((f) => ({ sql: `(${f.sql})`, bindings: f.bindings })), ' AND ');
+  return { fragment, key: `${fragment.sql}\u0000${JSON.stringify(fragment.bindings)}` };
+});
 
 /** Postgres array types for bindings of one JS type; anything else (null, dates, objects) is not batched. */
 const ARRAY_TYPES: Record<string, string> = { string: 'text[]', number: 'double precision[]', boolean: 'boolean[]' };

@@ -1,11 +1,12 @@
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { RecordValues } from '../db/record-store.js';
 import { compileObjectShape, type ShapeEntry } from '../schema/object-shape.js';
+import { memoizePerObject } from '../memoize-per-object.js';
 
 type Serializer = (values: RecordValues) => Record<string, unknown>;
 
 /** Per collection: the serializer for everyone else, and the one for superusers (hidden fields shown). */
-const serializers = new WeakMap<CollectionSchema, { visible: Serializer; all: Serializer }>();
+const serializersOf = memoizePerObject((collection: CollectionSchema) => ({ visible: compileSerializer(collection, false), all: compileSerializer(collection, true) }));
 
 function compileSerializer(collection: CollectionSchema, showHidden: boolean): Serializer {
   const entries: ShapeEntry[] = [
@@ -27,10 +28,6 @@ function compileSerializer(collection: CollectionSchema, showHidden: boolean): S
  * Compiled once per collection into one object literal (lib/schema/object-shape.ts).
  */
 export function serializeRecord(collection: CollectionSchema, values: RecordValues, options: { showHidden: boolean }): Record<string, unknown> {
-  let found = serializers.get(collection);
-  if (!found) {
-    found = { visible: compileSerializer(collection, false), all: compileSerializer(collection, true) };
-    serializers.set(collection, found);
-  }
-  return (options.showHidden ? found.all : found.visible)(values);
+  const serializers = serializersOf(collection);
+  return (options.showHidden ? serializers.all : serializers.visible)(values);
 }
