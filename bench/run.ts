@@ -314,6 +314,7 @@ async function measureScenarios(options: {
   // resets clear the kernel's; it starts with the peak of start-up and preparation.
   const startPeak = new Map([app, baseline].map((server) => [server, readMemory(server.pid).peak]));
   const runPeak = new Map(startPeak);
+  const raiseRunPeak = (server: ServerProcess, mib: number) => runPeak.set(server, Math.max(runPeak.get(server)!, mib));
   const cellPeaks = new Map<ScenarioKey, Map<ServerProcess, number>>();
   let peaksPerCell = true;
   let busyCells = 0;
@@ -332,7 +333,7 @@ async function measureScenarios(options: {
         if (scenario.key === 'upload') execFileSync('sync');
         const jestAtStart = countJestProcesses();
         const before = readMemory(server.pid);
-        runPeak.set(server, Math.max(runPeak.get(server)!, before.peak));
+        raiseRunPeak(server, before.peak);
         peaksPerCell = resetPeakMemory(server.pid) && peaksPerCell;
         // RSS once a second while under load: flat for a streaming upload, growing if bodies were buffered.
         const samples: number[] = [];
@@ -347,7 +348,7 @@ async function measureScenarios(options: {
         const jest = Math.max(jestAtStart, countJestProcesses());
         if (jest > 0) busyCells++;
         const after = readMemory(server.pid);
-        runPeak.set(server, Math.max(runPeak.get(server)!, after.peak));
+        raiseRunPeak(server, after.peak);
         if (!cellPeaks.has(scenario.key)) cellPeaks.set(scenario.key, new Map());
         const peaks = cellPeaks.get(scenario.key)!;
         peaks.set(server, Math.max(peaks.get(server) ?? 0, after.peak));
@@ -377,7 +378,7 @@ async function measureScenarios(options: {
   printTable(table, statements, [app.name, baseline.name]);
   console.log('');
   for (const server of [app, baseline]) {
-    runPeak.set(server, Math.max(runPeak.get(server)!, readMemory(server.pid).peak));
+    raiseRunPeak(server, readMemory(server.pid).peak);
     console.log(`peak RSS (VmHWM) of the ${server.name} process: ${fmt(runPeak.get(server)!)} MiB (start-up and preparation: ${fmt(startPeak.get(server)!)} MiB)`);
   }
   if (peaksPerCell) printCellPeaks(scenarios, cellPeaks, [app, baseline]);
@@ -417,22 +418,18 @@ async function measureAtFixedRate(options: { config: BenchConfig; app: ServerPro
   for (const { scenario, recordbase, baseline: other } of table) {
     const rate = Math.max(1, Math.round(fraction * Math.min(recordbase.requestsPerSecond, other.requestsPerSecond)));
     const load = { ...config, rate };
-    const cpu = new Map<ServerProcess, number[]>([
-      [app, []],
-      [baseline, []],
-    ]);
+    const servers = [app, baseline];
+    const cpu = servers.map((): number[] => []);
     let short = '';
     for (let round = 0; round < config.rounds; round++) {
-      const results = await Promise.all([app, baseline].map((server) => measureLoad({ server, spec: scenario.spec, load })));
+      const results = await Promise.all(servers.map((server) => measureLoad({ server, spec: scenario.spec, load })));
       results.forEach((r, i) => {
-        const server = i === 0 ? app : baseline;
-        cpu.get(server)!.push(r.cpuMsPerRequest);
+        cpu[i]!.push(r.cpuMsPerRequest);
         // A server that could not keep up makes the comparison unfair: say so.
-        if (r.requestsPerSecond < rate * 0.95 || r.non2xx > 0 || r.errors > 0) short = ` (${server.name}: ${fmt(r.requestsPerSecond)} req/s${flag(r)})`;
+        if (r.requestsPerSecond < rate * 0.95 || r.non2xx > 0 || r.errors > 0) short = ` (${servers[i]!.name}: ${fmt(r.requestsPerSecond)} req/s${flag(r)})`;
       });
     }
-    const a = median(cpu.get(app)!, Number);
-    const b = median(cpu.get(baseline)!, Number);
+    const [a, b] = cpu.map((list) => median(list, Number)) as [number, number];
     lines.push(`| ${scenario.number} | ${scenario.label} | ${rate} | ${fmt(a, 3)} | ${fmt(b, 3)} | ${fmt(a / b, 2)}${short} |`);
   }
   console.log(`\n### CPU per request at a fixed rate (${fraction} of the slower server's), both servers loaded at once (${config.warmupSeconds} s warm-up + ${config.durationSeconds} s, median of ${config.rounds})`);
