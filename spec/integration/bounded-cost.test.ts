@@ -188,8 +188,8 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
   });
 
   describe('expand limits are exact', () => {
-    // Each test's last router is closed after it (a test that reassigned `tight` over an open
-    // router left its server listening, and jest never exited).
+    // A router a failed assertion left open is closed after its test (a test that reassigned
+    // `tight` over an open router once left its server listening, and jest never exited).
     let tight: SiblingRouter | undefined;
     afterEach(async () => {
       await tight?.close();
@@ -197,6 +197,26 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
     });
 
     const startLimited = (limits: Partial<Limits>) => startSiblingRouter(app, { collections: collections(), limits });
+
+    /** Through a router with `limits`, `path` answers exactly what the unlimited router did. */
+    async function expectServedUnder(limits: Partial<Limits>, path: string, full: { body: unknown }): Promise<void> {
+      tight = await startLimited(limits);
+      const response = await tight.http.get(api(path));
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual(full.body);
+      await tight.close();
+      tight = undefined;
+    }
+
+    /** Through a router with `limits`, `path` is a 400 whose message contains each of `parts`. */
+    async function expectRefusedUnder(limits: Partial<Limits>, path: string, parts: string[]): Promise<void> {
+      tight = await startLimited(limits);
+      const response = await tight.http.get(api(path));
+      expect(response.status).toBe(400);
+      for (const part of parts) expect(response.body.message).toContain(part);
+      await tight.close();
+      tight = undefined;
+    }
 
     /** The request, its expansion's record count (repeats included) and its bytes as sent. */
     const query = `nodes/records?perPage=5&sort=id&skipTotal=1&expand=links.parent,nodes_via_parent`;
@@ -222,24 +242,9 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
       // 5 items x 20 links (+ their parents) + children: big enough to mean something
       expect(records).toBeGreaterThan(150);
 
-      tight = await startLimited({ maxExpandRecords: records, maxExpandBytes: bytes });
-      const atLimit = await tight.http.get(api(query));
-      expect(atLimit.status).toBe(200);
-      expect(atLimit.body).toEqual(full.body);
-      await tight.close();
-
-      tight = await startLimited({ maxExpandRecords: records - 1 });
-      const overCount = await tight.http.get(api(query));
-      expect(overCount.status).toBe(400);
-      expect(overCount.body.message).toContain(`more than ${records - 1} related records`);
-      expect(overCount.body.message).toContain('limits.maxExpandRecords');
-      await tight.close();
-
-      tight = await startLimited({ maxExpandBytes: bytes - 1 });
-      const overBytes = await tight.http.get(api(query));
-      expect(overBytes.status).toBe(400);
-      expect(overBytes.body.message).toContain(`more than ${bytes - 1} bytes`);
-      expect(overBytes.body.message).toContain('limits.maxExpandBytes');
+      await expectServedUnder({ maxExpandRecords: records, maxExpandBytes: bytes }, query, full);
+      await expectRefusedUnder({ maxExpandRecords: records - 1 }, query, [`more than ${records - 1} related records`, 'limits.maxExpandRecords']);
+      await expectRefusedUnder({ maxExpandBytes: bytes - 1 }, query, [`more than ${bytes - 1} bytes`, 'limits.maxExpandBytes']);
     }, 60_000);
 
     test('a deep chain at the byte limit is 200 and one byte under is 400 (levels first counted by a bound are measured as they were)', async () => {
@@ -252,16 +257,8 @@ describe.each(testEngines())('bounded cost on %s', (engine) => {
       const { records, bytes } = measureExpansion(full.body.items);
       expect(records).toBe(6);
 
-      tight = await startLimited({ maxExpandBytes: bytes });
-      const atLimit = await tight.http.get(api(chain));
-      expect(atLimit.status).toBe(200);
-      expect(atLimit.body).toEqual(full.body);
-      await tight.close();
-
-      tight = await startLimited({ maxExpandBytes: bytes - 1 });
-      const over = await tight.http.get(api(chain));
-      expect(over.status).toBe(400);
-      expect(over.body.message).toContain(`more than ${bytes - 1} bytes`);
+      await expectServedUnder({ maxExpandBytes: bytes }, chain, full);
+      await expectRefusedUnder({ maxExpandBytes: bytes - 1 }, chain, [`more than ${bytes - 1} bytes`]);
     }, 60_000);
   });
 });
