@@ -4,7 +4,8 @@ import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from
 import { UnavailableError } from './errors.js';
 import { installStatementBounds } from './db/bound-statements.js';
 import { checkDatabaseConnection } from './db/check-database-connection.js';
-import { ClientGone, exitDatabaseContext, runWithDatabaseContext } from './db/database-context.js';
+import { ClientGone } from './db/database-context.js';
+import { setRequestDatabaseContext } from './http/request-database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
@@ -93,7 +94,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       logger,
       apiFor: (unit) => createRecordsApi(apiDepsAfterReady, unit),
     });
-    const presenter = new RecordPresenter(registry, store, {
+    const presenter = new RecordPresenter(registry, {
       expandLimits: { maxRecords: resolved.limits.maxExpandRecords, maxBytes: resolved.limits.maxExpandBytes },
     });
     apiDeps = {
@@ -102,8 +103,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       maxPerPage: resolved.limits.maxPerPage,
       maxFileSize: resolved.limits.maxFileSize,
       tempDir: resolved.uploadTempDir,
-      statementTimeoutMs: resolved.limits.statementTimeoutMs,
-      acquireTimeoutMs: resolved.limits.acquireTimeoutMs,
+      bounds: { statementTimeoutMs: resolved.limits.statementTimeoutMs, acquireTimeoutMs: resolved.limits.acquireTimeoutMs },
     };
     const table: Route[] = [];
     if (resolved.openapi) table.push(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
@@ -151,7 +151,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       }),
     );
     if (resolved.realtime) {
-      hub = await RealtimeHub.start({ db: database, registry, presenter, settings: resolved.realtime, limits: resolved.limits, logger });
+      hub = await RealtimeHub.start({ db: database, store, registry, presenter, settings: resolved.realtime, limits: resolved.limits, logger });
       table.push(
         ...createRealtimeRoutes({
           hub,
@@ -215,12 +215,12 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 }
 
 /**
- * Answers one request: the route the table finds runs under a database context
- * (lib/db/database-context.ts), so its statements are bounded by the limits and cancelled once
- * the client has gone (the response closed before it was finished). A path under `/api/` that
- * no route serves is the JSON 404 (OPTIONS: the methods served there); any other path goes on
- * to the host's next handler, outside any context, so the host's own routes keep their own
- * database rules.
+ * Answers one request: the route the table finds gets a database context
+ * (lib/db/database-context.ts, request-database-context.ts), which its handlers pass to the
+ * record service, so its statements are bounded by the limits and cancelled once the client has
+ * gone (the response closed before it was finished). A path under `/api/` that no route serves
+ * is the JSON 404 (OPTIONS: the methods served there); any other path goes on to the host's
+ * next handler, whose own statements recordbase leaves alone.
  */
 function dispatch(
   options: { routes: RouteTable; limits: Limits; errorMiddleware: ErrorRequestHandler },
@@ -257,9 +257,7 @@ function dispatch(
   res.once('close', () => {
     if (!res.writableFinished) gone.abort();
   });
-  const leave: NextFunction = (err?: unknown) => exitDatabaseContext(() => next(err));
-  const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, leave);
-  runWithDatabaseContext({ statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone }, () =>
-    runHandlers(match.route.handlers, req, res, done),
-  );
+  setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone });
+  const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
+  runHandlers(match.route.handlers, req, res, done);
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
-import { currentDatabaseContext, type DatabaseContext } from './database-context.js';
+import type { DatabaseContext } from './database-context.js';
 
 /** Why a statement did not run to its end (see `StatementInterruptedError`). */
 export type InterruptionReason = 'timeout' | 'aborted' | 'unresponsive' | 'busy';
@@ -46,17 +46,29 @@ interface BoundableClient {
   constructor: unknown;
   _query(connection: unknown, obj: unknown): Promise<unknown>;
   acquireConnection(): Promise<unknown>;
-  releaseConnection(connection: unknown): Promise<void>;
+  releaseConnection(connection: unknown): Promise<unknown>;
   cancelQuery?(connection: unknown): Promise<unknown>;
   canCancelQuery?: boolean;
+  /** Set on a transaction's client: its one connection is the transaction's. */
+  transacting?: boolean;
   /** The Postgres driver Knex loaded (`pg`): its protocol `Connection` sends cancel requests. */
   driver?: { Connection?: ProtocolConnectionClass } | null;
   /** The embedded client's cancel (embedded-knex-client.ts): false when the statement cannot be stopped. */
   cancelStatement?(connection: unknown, reason: Error): Promise<boolean>;
   [installed]?: true;
+  /** Set on the client of a `boundedKnex`: every connection it acquires is bound to this context. */
+  [clientContext]?: DatabaseContext;
 }
 
 const installed = Symbol('recordbase.statementBounds');
+const clientContext = Symbol('recordbase.clientContext');
+
+/**
+ * The context each held connection's statements run under: set when a unit of work acquires
+ * the connection within a context (acquireWithin, a boundedKnex, transactionWithin), removed
+ * when it goes back to the pool. A statement on a connection without one is not bounded.
+ */
+const connectionContexts = new WeakMap<object, DatabaseContext>();
 
 /**
  * Statements that run even for a client that left: they end a transaction. Refusing one would
@@ -66,11 +78,13 @@ const installed = Symbol('recordbase.statementBounds');
 const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
 
 /**
- * Makes every statement that `db` runs under a database context (lib/db/database-context.ts)
- * bounded by it: cancelled past `statementTimeoutMs` or once its client has gone, refused when
- * no connection is free within `acquireTimeoutMs`. Statements outside a context (the schema
- * sync, the sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex
- * client; it adds no round trip: a timer per statement, and a cancel only when one is due.
+ * Makes every statement that `db` runs on a connection acquired within a database context
+ * (lib/db/database-context.ts) bounded by it: cancelled past `statementTimeoutMs` or once its
+ * client has gone; and such an acquire refused when no connection is free within
+ * `acquireTimeoutMs`. Work acquires within a context through `acquireWithin` (run-statement.ts),
+ * `transactionWithin` or a `boundedKnex`. Statements on other connections (the schema sync, the
+ * sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex client;
+ * it adds no round trip: a timer per statement, and a cancel only when one is due.
  *
  * How a statement is stopped depends on the engine: on Postgres, a protocol cancel request
  * (cancel-postgres-statement.ts), and if the statement has not ended
@@ -82,26 +96,79 @@ export function installStatementBounds(db: Knex): void {
   const client = db.client as unknown as BoundableClient;
   if (client[installed]) return;
   // A subclass of the client's own class, made this client's prototype: Knex builds each
-  // transaction's client from `client.constructor.prototype`, so methods set on the instance
-  // alone would miss every statement inside a transaction. Other Knex instances are untouched.
+  // transaction's client (and a withUserParams clone's) from `client.constructor.prototype`, so
+  // methods set on the instance alone would miss every statement inside a transaction. Other
+  // Knex instances are untouched.
   const Base = client.constructor as new (...args: never[]) => BoundableClient;
   const runStatement = Base.prototype._query;
   const acquire = Base.prototype.acquireConnection;
+  const release = Base.prototype.releaseConnection;
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
-      const context = currentDatabaseContext();
+      const context = typeof connection === 'object' && connection !== null ? connectionContexts.get(connection) : undefined;
       if (context === undefined) return runStatement.call(this, connection, obj);
-      return runBounded({ client: this, context, connection, run: () => runStatement.call(this, connection, obj), sql: (obj as { sql?: string }).sql ?? '' });
+      // A client that has gone gets no new statement, but one that ends a transaction.
+      if (context.signal?.aborted && !TRANSACTION_END.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
+      return runBounded(this, context, connection, runStatement.call(this, connection, obj));
     }
 
     override acquireConnection(): Promise<unknown> {
-      const context = currentDatabaseContext();
+      const context = this[clientContext];
       if (context === undefined) return acquire.call(this);
       return acquireBounded(this, context, () => acquire.call(this));
+    }
+
+    override releaseConnection(connection: unknown): Promise<unknown> {
+      if (typeof connection === 'object' && connection !== null) connectionContexts.delete(connection);
+      return release.call(this, connection);
     }
   }
   Object.setPrototypeOf(client, BoundClient.prototype);
   client[installed] = true;
+}
+
+/** The context `connection`'s statements run under now, if a unit of work holds it within one. */
+export function contextOfConnection(connection: object): DatabaseContext | undefined {
+  return connectionContexts.get(connection);
+}
+
+/**
+ * A connection for `context`'s work from `db`'s pool, bound to the context until it goes back
+ * (the bounds' `releaseConnection` unbinds it): refused with `busy` past `acquireTimeoutMs`,
+ * `aborted` once the client has gone. Inside a transaction, its own connection (bound when the
+ * transaction began). Without a context, the pool's connection as it comes.
+ */
+export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseContext | undefined): Promise<unknown> {
+  const client = db.client as unknown as BoundableClient;
+  if (context === undefined || client.transacting) return client.acquireConnection();
+  return acquireBounded(client, context, () => client.acquireConnection());
+}
+
+/**
+ * Runs `work` in a transaction whose every statement (BEGIN and COMMIT included) is bounded by
+ * `context`: its connection is acquired within the context and handed to Knex, which then
+ * neither acquires nor releases one itself. Inside a transaction, a savepoint of it.
+ */
+export async function transactionWithin<T>(db: Knex | Knex.Transaction, context: DatabaseContext | undefined, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  if (context === undefined || (db as Knex.Transaction).isTransaction) return db.transaction(work);
+  const connection = await acquireWithin(db, context);
+  try {
+    return await db.transaction(work, { connection });
+  } finally {
+    await (db.client as unknown as BoundableClient).releaseConnection(connection);
+  }
+}
+
+/**
+ * `db` (a Knex whose statement bounds are installed) with every statement of its own (its query
+ * builder, `raw`, its transactions) bounded by `context`: for long-lived work that holds one
+ * fixed context and uses Knex's builder, such as realtime's background work. Made once per such
+ * user: Knex copies its client for it (sharing the pool).
+ */
+export function boundedKnex(db: Knex, context: DatabaseContext): Knex {
+  const bounded = db.withUserParams({});
+  (bounded.client as unknown as BoundableClient)[clientContext] = context;
+  return bounded;
 }
 
 /**
@@ -113,41 +180,62 @@ export function installStatementBounds(db: Knex): void {
 const cancelledConnections = new WeakMap<object, StatementInterruptedError>();
 const QUERY_CANCELED = '57014';
 
-async function runBounded(options: { client: BoundableClient; context: DatabaseContext; connection: unknown; run: () => Promise<unknown>; sql: string }): Promise<unknown> {
-  const { client, context, connection } = options;
+/**
+ * `running` (a statement sent on `connection`), bounded by `context`: one promise and one timer
+ * per statement; the cancel's timers and the client-gone listener only when they are due.
+ */
+function runBounded(client: BoundableClient, context: DatabaseContext, connection: unknown, running: Promise<unknown>): Promise<unknown> {
   const signal = context.signal;
-  if (signal?.aborted && !TRANSACTION_END.test(options.sql)) throw new StatementInterruptedError('aborted', undefined, false);
-  const started = Date.now();
-  const running = options.run();
-  let stopped: StatementInterruptedError | undefined;
-  let answerEarly: ((error: Error) => void) | undefined;
-  const timers: NodeJS.Timeout[] = [];
-  const stop = (reason: InterruptionReason) => {
-    if (stopped) return;
-    stopped = new StatementInterruptedError(reason, reason === 'timeout' ? context.statementTimeoutMs : undefined);
-    void cancelRunning(client, connection, stopped).then((cancelled) => {
-      // Nothing could stop it (the in-memory engine): answer now, let it run on.
-      if (!cancelled) answerEarly?.(stopped!);
-    });
-    timers.push(
-      setTimeout(() => {
+  const started = signal === undefined ? 0 : Date.now();
+  return new Promise((resolve, reject) => {
+    let stopped: StatementInterruptedError | undefined;
+    let graceTimer: NodeJS.Timeout | undefined;
+    let abandonTimer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const finish = () => {
+      settled = true;
+      clearTimeout(timeoutTimer);
+      if (graceTimer !== undefined) clearTimeout(graceTimer);
+      if (abandonTimer !== undefined) clearTimeout(abandonTimer);
+      stopListening?.();
+    };
+    // Answers before the statement ends (it cannot be stopped, or its database does not answer).
+    const answerEarly = (error: Error) => {
+      if (settled) return;
+      finish();
+      reject(error);
+    };
+    const stop = (reason: InterruptionReason) => {
+      if (stopped || settled) return;
+      const interrupted = new StatementInterruptedError(reason, reason === 'timeout' ? context.statementTimeoutMs : undefined);
+      stopped = interrupted;
+      void cancelRunning(client, connection, interrupted).then((cancelled) => {
+        // Nothing could stop it (the in-memory engine): answer now, let it run on.
+        if (!cancelled) answerEarly(interrupted);
+      });
+      graceTimer = setTimeout(() => {
         const unresponsive = new StatementInterruptedError('unresponsive');
         dropConnection(connection, unresponsive);
-        answerEarly?.(unresponsive);
-      }, CANCEL_GRACE_MS),
-    );
-  };
-  timers.push(setTimeout(() => stop('timeout'), context.statementTimeoutMs));
-  const stopListening = signal?.listen(() => timers.push(setTimeout(() => stop('aborted'), Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now()))));
-  try {
-    return await new Promise((resolve, reject) => {
-      answerEarly = reject;
-      running.then(resolve, (error: unknown) => reject(stopped ?? strayCancel(connection, error) ?? error));
+        answerEarly(unresponsive);
+      }, CANCEL_GRACE_MS);
+    };
+    const timeoutTimer = setTimeout(stop, context.statementTimeoutMs, 'timeout');
+    const stopListening = signal?.listen(() => {
+      abandonTimer = setTimeout(stop, Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now()), 'aborted');
     });
-  } finally {
-    for (const timer of timers) clearTimeout(timer);
-    stopListening?.();
-  }
+    running.then(
+      (value) => {
+        if (settled) return;
+        finish();
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        finish();
+        reject(stopped ?? strayCancel(connection, error) ?? error);
+      },
+    );
+  });
 }
 
 /** The reason of an earlier cancel on `connection` when `error` is that cancel landing late. */
@@ -190,9 +278,9 @@ function dropConnection(connection: unknown, reason: Error): void {
 }
 
 /**
- * Acquires a pooled connection, or gives up after `acquireTimeoutMs` (or when the client leaves)
- * with `busy` (`aborted`). The pool's own request cannot be withdrawn: when it is served later,
- * the connection goes straight back.
+ * Acquires a pooled connection and binds it to `context`, or gives up after `acquireTimeoutMs`
+ * (or when the client leaves) with `busy` (`aborted`). The pool's own request cannot be
+ * withdrawn: when it is served later, the connection goes straight back.
  */
 function acquireBounded(client: BoundableClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
   if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
@@ -217,6 +305,7 @@ function acquireBounded(client: BoundableClient, context: DatabaseContext, acqui
         if (settled) return;
         settled = true;
         cleanup();
+        if (typeof connection === 'object' && connection !== null) connectionContexts.set(connection, context);
         resolve(connection);
       },
       (error: unknown) => {

@@ -1,8 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 /**
- * The bounds of the statements one unit of work (an HTTP request) sends. It travels with the
- * work's async context, so the database layer reads it without every caller passing it along.
+ * The bounds of the statements one unit of work (an HTTP request, a server-API call, realtime's
+ * background work) sends. It is passed along explicitly: the router makes one per request and
+ * hands it to the record service (OperationContext), whose store sends every statement under it
+ * (lib/db/bound-statements.ts binds it to each connection the work holds). No AsyncLocalStorage:
+ * once on, its hooks cost every promise of the process, whether or not it carries a context.
  */
 export interface DatabaseContext {
   /** Longest a statement may run before it is cancelled. */
@@ -40,25 +41,4 @@ export class ClientGone {
     this.listeners.clear();
     for (const listener of listeners) listener();
   }
-}
-
-const storage = new AsyncLocalStorage<DatabaseContext>();
-
-/** Runs `work` (and everything it starts) under `context`. */
-export function runWithDatabaseContext<T>(context: DatabaseContext, work: () => T): T {
-  return storage.run(context, work);
-}
-
-/** The context of the work in progress, or undefined outside any (start-up, the sweep, a host's own queries). */
-export function currentDatabaseContext(): DatabaseContext | undefined {
-  return storage.getStore();
-}
-
-/**
- * Runs `work` outside any database context (where the caller came from, for a request the
- * router passes on to the host). Cheaper than binding the caller's whole async context per
- * request, and it leaves every other async-local value as it is.
- */
-export function exitDatabaseContext<T>(work: () => T): T {
-  return storage.exit(work);
 }

@@ -6,6 +6,8 @@ import { memoizePerObject } from '../memoize-per-object.js';
 import { formatRecordDate, hasRecordDateShape } from '../schema/record-date.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
+import { transactionWithin } from './bound-statements.js';
+import type { DatabaseContext } from './database-context.js';
 
 /**
  * A record's values in the API shape (docs/collections.md): dates as record-format strings,
@@ -147,15 +149,24 @@ export interface RelationRequirement {
  * made inside `transaction()` runs every call in that transaction.
  */
 export class RecordStore {
-  constructor(private readonly db: Knex | Knex.Transaction) {}
+  constructor(
+    private readonly db: Knex | Knex.Transaction,
+    /** What bounds every statement of this store (lib/db/bound-statements.ts); none: unbounded (start-up, the sweep). */
+    readonly context?: DatabaseContext,
+  ) {}
+
+  /** This store for one unit of work: every statement bounded by `context`. */
+  within(context: DatabaseContext): RecordStore {
+    return new RecordStore(this.db, context);
+  }
 
   /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
   transaction<T>(work: (store: RecordStore) => Promise<T>): Promise<T> {
-    return this.db.transaction((trx) => work(new RecordStore(trx)));
+    return transactionWithin(this.db, this.context, (trx) => work(new RecordStore(trx, this.context)));
   }
 
   private async rows(collection: CollectionSchema, statement: Statement): Promise<RecordValues[]> {
-    const { rows } = await runStatement(this.db, statement);
+    const { rows } = await runStatement(this.db, statement, this.context);
     const read = sqlOf(collection).readRow;
     const out: RecordValues[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
@@ -180,7 +191,7 @@ export class RecordStore {
   async count(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<number> {
     const bindings: unknown[] = [];
     const sql = sqlOf(options.collection).countFrom + whereClause(options.where, bindings);
-    const { rows } = await runStatement(this.db, { sql, bindings });
+    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -218,7 +229,7 @@ export class RecordStore {
   /** The subset of `ids` that exist in the collection (relation checks). */
   async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const { rows } = await runStatement(this.db, { sql: sqlOf(collection).existingIds, bindings: [[...ids]] });
+    const { rows } = await runStatement(this.db, { sql: sqlOf(collection).existingIds, bindings: [[...ids]] }, this.context);
     return new Set(rows.map((r) => r.id as string));
   }
 
@@ -306,7 +317,7 @@ export class RecordStore {
   /** Deletes records by id; returns how many went. */
   async deleteByIds(collection: CollectionSchema, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    const result = await runStatement(this.db, { sql: `DELETE FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`, bindings: [[...ids]] });
+    const result = await runStatement(this.db, { sql: `DELETE FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`, bindings: [[...ids]] }, this.context);
     return result.rowCount ?? 0;
   }
 
@@ -337,7 +348,7 @@ export class RecordStore {
       bindings.push(columnValue(field, value) ?? null);
     }
     const sql = `SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}${whereClause(options.where, bindings)}`;
-    const { rows } = await runStatement(this.db, { sql, bindings });
+    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
     return rows.length > 0;
   }
 }

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../schema/record-date.js';
 import { memoizePerObject } from '../memoize-per-object.js';
+import { acquireWithin } from './bound-statements.js';
+import type { DatabaseContext } from './database-context.js';
 
 /**
  * A statement ready to send: SQL text with `?` placeholders (Knex positions them as `$n`), its
@@ -20,9 +22,8 @@ export interface StatementResult {
   rowCount: number | null;
 }
 
-/** The parts of a Knex client this module uses: its pool (or a transaction's connection) and its query path. */
+/** The parts of a Knex client this module uses besides acquireWithin: its query path, and giving the connection back. */
 interface StatementClient {
-  acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
   query(connection: unknown, obj: { sql: string; bindings: unknown[]; options?: { name?: string; types?: TypeParsers } }): Promise<{ response: StatementResult }>;
 }
@@ -54,20 +55,20 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
 
 /**
  * Runs one statement through Knex's client without Knex's query builder or runner: a connection
- * from the pool (or the transaction's own), `client.query` (which positions the bindings, emits
- * Knex's `query` event and goes through `_query`, where the statement bounds of
- * bound-statements.ts apply), then the connection back. The builder and runner are most of what
- * Knex costs per statement; what recordbase sends is plain text it assembled itself anyway.
+ * from the pool (or the transaction's own), acquired within `context` so that the statement is
+ * bounded by it (bound-statements.ts), `client.query` (which positions the bindings, emits
+ * Knex's `query` event and goes through `_query`, where the bounds apply), then the connection
+ * back. The builder and runner are most of what Knex costs per statement; what recordbase sends
+ * is plain text it assembled itself anyway.
  */
-export async function runStatement(db: Knex | Knex.Transaction, statement: Statement): Promise<StatementResult> {
-  const client = db.client as unknown as StatementClient;
-  const connection = await client.acquireConnection();
+export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext): Promise<StatementResult> {
+  const connection = await acquireWithin(db, context);
   try {
     const types = recordTypes(connection);
     const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
-    return (await client.query(connection, obj)).response;
+    return (await (db.client as unknown as StatementClient).query(connection, obj)).response;
   } finally {
-    await client.releaseConnection(connection);
+    await (db.client as unknown as StatementClient).releaseConnection(connection);
   }
 }
 

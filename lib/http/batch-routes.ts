@@ -9,6 +9,7 @@ import type { MultipartBody } from './read-multipart.js';
 import { readBatch } from './read-batch.js';
 import { readJsonBody } from './read-json-body.js';
 import type { CallerResolver } from './resolve-caller.js';
+import { operationContextOf } from './request-database-context.js';
 
 /** The batch limits (docs/batch.md), or `false` when batches are off. */
 export interface BatchSettings {
@@ -56,6 +57,7 @@ export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
         identity: caller.request.auth,
         timeoutMs: limits.timeoutMs,
         logger: options.logger,
+        context: operationContextOf(req),
       });
     } finally {
       await multipart?.discard();

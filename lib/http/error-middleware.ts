@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
+import { translateDatabaseError } from '../db/translate-database-error.js';
 import type { Logger } from './logger.js';
 
 /** Sends the one error body shape (docs/errors.md). */
@@ -22,8 +23,18 @@ function fromParserError(err: unknown): RecordbaseError | undefined {
 }
 
 /**
+ * A database error with a meaning for the client (a statement over its timeout, the database
+ * busy or unavailable, ...) that reached here without passing the record service, which
+ * translates its own: realtime's connects and subscriptions.
+ */
+function fromDatabaseError(err: unknown): RecordbaseError | undefined {
+  const translated = translateDatabaseError(err);
+  return translated instanceof RecordbaseError ? translated : undefined;
+}
+
+/**
  * The single place where errors become responses: our errors keep their status, message and
- * data; parser errors become 400/413; anything else is a generic 500 whose cause goes to the
+ * data; parser errors become 400/413; database errors as translateDatabaseError says; anything else is a generic 500 whose cause goes to the
  * logger only, so no stack trace or driver message reaches a client.
  */
 export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
@@ -32,7 +43,7 @@ export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
-    let error = err instanceof RecordbaseError ? err : fromParserError(err);
+    let error = err instanceof RecordbaseError ? err : (fromParserError(err) ?? fromDatabaseError(err));
     if (!error) {
       logger.error(`${req.method} ${req.originalUrl} failed`, err);
       error = new InternalError(err);

@@ -16,6 +16,7 @@ import { readQueryParam } from './parse-list-query.js';
 import { createCallerResolver, describeRequest } from './resolve-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
 import type { Route } from './route-table.js';
+import { operationContextOf } from './request-database-context.js';
 
 /** What the file routes need from the router. */
 export interface FilesRoutesOptions {
@@ -74,7 +75,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
     const collection = records.collection(req.params.collection as string);
     const recordId = req.params.recordId as string;
     const name = req.params.filename as string;
-    const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveFileCaller(req) });
+    const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveFileCaller(req) }, operationContextOf(req));
     const definition = field.definition as FileFieldDefinition;
     const spec = parseThumbnailRequest(
       {

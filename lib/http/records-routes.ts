@@ -1,6 +1,6 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { AuthFunction } from '../auth/identity.js';
-import type { RecordService, WriteInput } from '../records/record-service.js';
+import type { OperationContext, RecordService, WriteInput } from '../records/record-service.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
 import { readJsonBody } from './read-json-body.js';
@@ -12,6 +12,7 @@ import type { Logger } from './logger.js';
 import { HEADER_ONLY } from '../auth/extract-token.js';
 import { createCallerResolver } from './resolve-caller.js';
 import type { Route } from './route-table.js';
+import { operationContextOf } from './request-database-context.js';
 
 /** What the record routes need from the router. */
 export interface RecordsRoutesOptions {
@@ -45,8 +46,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const query = parseListQuery(req.query, { maxPerPage: options.maxPerPage });
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
-    const result = await records.list(collection, query, caller);
-    const items = await presenter.present({ collection, records: result.items, caller, shape });
+    const context = operationContextOf(req);
+    const result = await records.list(collection, query, caller, context);
+    const items = await presenter.present({ collection, records: result.items, caller, shape, store: records.storeOf(context) });
     res.json({ page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items });
   };
 
@@ -54,8 +56,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const collection = records.collection(req.params.collection as string);
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
-    const record = await records.view(collection, req.params.id as string, caller);
-    res.json((await presenter.present({ collection, records: [record], caller, shape }))[0]);
+    const context = operationContextOf(req);
+    const record = await records.view(collection, req.params.id as string, caller, context);
+    res.json((await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0]);
   };
 
   /**
@@ -63,7 +66,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
    * so an unknown one is a 404 before any upload is spooled; spooled uploads are removed when
    * the write is done, whatever happened.
    */
-  async function write(req: Request, res: Response, run: (collection: CollectionSchema, input: WriteInput, caller: Caller) => Promise<RecordValues>) {
+  async function write(req: Request, res: Response, run: (collection: CollectionSchema, input: WriteInput, caller: Caller, context: OperationContext) => Promise<RecordValues>) {
     const collection = records.collection(req.params.collection as string);
     const shape = shapeOf(req);
     const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
@@ -73,8 +76,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
         ? { data: multipart.fields, source: 'multipart', uploads: multipart.uploads }
         : { data: readJsonBody(req), source: 'json' };
       const caller = await resolveCaller(req);
-      const record = await run(collection, input, caller);
-      response = (await presenter.present({ collection, records: [record], caller, shape }))[0];
+      const context = operationContextOf(req);
+      const record = await run(collection, input, caller, context);
+      response = (await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0];
     } finally {
       // Before answering, so that a client who sees the response sees no spool left either.
       await multipart?.discard();
@@ -82,20 +86,20 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     res.json(response);
   }
 
-  const create: RequestHandler = (req, res) => write(req, res, (collection, input, caller) => records.create(collection, input, caller));
-  const update: RequestHandler = (req, res) => write(req, res, (collection, input, caller) => records.update(collection, req.params.id as string, input, caller));
+  const create: RequestHandler = (req, res) => write(req, res, (collection, input, caller, context) => records.create(collection, input, caller, context));
+  const update: RequestHandler = (req, res) => write(req, res, (collection, input, caller, context) => records.update(collection, req.params.id as string, input, caller, context));
 
   const remove: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
     const caller = await resolveCaller(req);
-    await records.delete(collection, req.params.id as string, caller);
+    await records.delete(collection, req.params.id as string, caller, operationContextOf(req));
     res.status(204).end();
   };
 
   const removeMany: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
     const caller = await resolveCaller(req);
-    const result = await records.deleteMany(collection, readQueryParam(req.query, 'filter'), caller);
+    const result = await records.deleteMany(collection, readQueryParam(req.query, 'filter'), caller, operationContextOf(req));
     res.json({ deleted: result.count });
   };
 

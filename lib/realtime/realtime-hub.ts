@@ -2,8 +2,8 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
-import { runWithDatabaseContext } from '../db/database-context.js';
-import { readRow } from '../db/record-store.js';
+import { boundedKnex } from '../db/bound-statements.js';
+import { readRow, type RecordStore } from '../db/record-store.js';
 import { BadRequestError, RecordbaseError, UnavailableError } from '../errors.js';
 import type { Logger } from '../http/logger.js';
 import type { Limits, RealtimeSettings } from '../options.js';
@@ -22,6 +22,8 @@ import { frameMessage, SseStream } from './sse-stream.js';
 /** What the hub needs from the router. */
 export interface RealtimeHubOptions {
   db: Knex;
+  /** The records' store: the presenter reads expansions through it. */
+  store: RecordStore;
   registry: SchemaRegistry;
   presenter: RecordPresenter;
   settings: RealtimeSettings;
@@ -87,6 +89,10 @@ export class RealtimeHub {
   private readonly clients = new Map<string, LocalClient>();
   private readonly byCollection = new Map<CollectionSchema, Set<LocalSubscription>>();
   private readonly byTable: Map<string, CollectionSchema>;
+  /** The database, every statement of realtime's own bounded by the limits: its work outlives the requests that start it. */
+  private readonly db: Knex;
+  /** The records' store, bounded as `db`. */
+  private readonly store: RecordStore;
   private readonly reader: ChangeReader;
   private readonly clientRegistry: ClientRegistry;
   private readonly pendingAcks = new Map<string, () => void>();
@@ -101,17 +107,19 @@ export class RealtimeHub {
 
   private constructor(private readonly options: RealtimeHubOptions) {
     this.byTable = new Map(options.registry.collections.map((c) => [c.table, c]));
-    this.reader = new ChangeReader(options.db);
-    this.clientRegistry = new ClientRegistry(options.db, randomBytes(8).toString('hex'));
+    const { statementTimeoutMs, acquireTimeoutMs } = options.limits;
+    const bounds = { statementTimeoutMs, acquireTimeoutMs };
+    this.db = boundedKnex(options.db, bounds);
+    this.store = options.store.within(bounds);
+    this.reader = new ChangeReader(this.db);
+    this.clientRegistry = new ClientRegistry(this.db, randomBytes(8).toString('hex'));
   }
 
   /** Starts reading changes from now on, listening, and the heartbeat. */
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
-    await hub.inContext(async () => {
-      await hub.reader.start();
-      await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
-    });
+    await hub.reader.start();
+    await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
     hub.listener = await startChangeListener({
       db: options.db,
       channels: [CHANGES_CHANNEL, instanceChannel(hub.clientRegistry.instanceId)],
@@ -122,7 +130,7 @@ export class RealtimeHub {
       },
     });
     const every = (ms: number, work: () => Promise<unknown>) => {
-      const timer = setInterval(() => void hub.inContext(work).catch((err: unknown) => hub.report('realtime: background work failed', err)), ms);
+      const timer = setInterval(() => void work().catch((err: unknown) => hub.report('realtime: background work failed', err)), ms);
       timer.unref();
       hub.timers.push(timer);
     };
@@ -146,12 +154,12 @@ export class RealtimeHub {
     const client: LocalClient = { id: newClientId(), identity: null, subscriptions: [] };
     this.opening++;
     try {
-      await this.inContext(() => this.clientRegistry.addClient(client.id));
+      await this.clientRegistry.addClient(client.id);
     } finally {
       this.opening--;
     }
     if (this.closing || req.socket.destroyed) {
-      void this.inContext(() => this.clientRegistry.removeClient(client.id)).catch((err: unknown) => this.report('realtime: could not remove a client', err));
+      void this.clientRegistry.removeClient(client.id).catch((err: unknown) => this.report('realtime: could not remove a client', err));
       if (!res.headersSent) res.end();
       return;
     }
@@ -203,7 +211,7 @@ export class RealtimeHub {
     await this.listener?.close();
     for (const client of [...this.clients.values()]) client.stream?.end();
     for (const settle of this.pendingAcks.values()) settle();
-    await this.inContext(() => this.clientRegistry.removeInstance()).catch((err: unknown) => this.report('realtime: could not remove this instance from the registry', err));
+    await this.clientRegistry.removeInstance().catch((err: unknown) => this.report('realtime: could not remove this instance from the registry', err));
     // A read in progress finishes its change; later ones find no clients.
     while (this.reading) await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -213,7 +221,7 @@ export class RealtimeHub {
     this.clients.delete(client.id);
     this.unindex(client);
     if (this.closing) return;
-    void this.inContext(() => this.clientRegistry.removeClient(client.id)).catch((err: unknown) => this.report('realtime: could not remove a closed client', err));
+    void this.clientRegistry.removeClient(client.id).catch((err: unknown) => this.report('realtime: could not remove a closed client', err));
   }
 
   private apply(clientId: string, identity: Identity | null, subs: readonly Subscription[]): void {
@@ -279,7 +287,7 @@ export class RealtimeHub {
       return;
     }
     if (message.t === 'sync' && typeof message.c === 'string' && typeof message.r === 'string') {
-      void this.inContext(async () => {
+      void (async () => {
         const row = await this.clientRegistry.loadClient(message.c);
         if (row) {
           const subs: Subscription[] = [];
@@ -294,7 +302,7 @@ export class RealtimeHub {
         }
         const ack: InstanceMessage = { t: 'ack', a: message.a };
         await this.clientRegistry.notify(instanceChannel(message.r), JSON.stringify(ack));
-      }).catch((err: unknown) => this.report('realtime: could not apply forwarded subscriptions', err));
+      })().catch((err: unknown) => this.report('realtime: could not apply forwarded subscriptions', err));
     }
   }
 
@@ -306,7 +314,7 @@ export class RealtimeHub {
       return;
     }
     this.reading = true;
-    void this.inContext(async () => {
+    void (async () => {
       try {
         do {
           this.readAgain = false;
@@ -318,7 +326,7 @@ export class RealtimeHub {
       } finally {
         this.reading = false;
       }
-    }).catch((err: unknown) => {
+    })().catch((err: unknown) => {
       this.report('realtime: reading changes failed; retrying', err);
       this.retryTimer ??= setTimeout(() => {
         this.retryTimer = undefined;
@@ -360,7 +368,7 @@ export class RealtimeHub {
     const candidates = [...subscribed].filter((local) => local.sub.recordId === undefined || local.sub.recordId === change.recordId);
     if (candidates.length === 0) return;
     const { holds, failed } = await matchConditions(
-      this.options.db,
+      this.db,
       collection,
       change.row,
       candidates.map((local) => this.conditionsOf(local)),
@@ -386,7 +394,7 @@ export class RealtimeHub {
       const first = members[0];
       let data: string;
       try {
-        const [record] = await this.options.presenter.present({ collection, records: [values], caller: first.caller, shape: first.sub.shape });
+        const [record] = await this.options.presenter.present({ collection, records: [values], caller: first.caller, shape: first.sub.shape, store: this.store });
         data = JSON.stringify({ action: change.action, record });
       } catch (err) {
         this.report(`realtime: a ${change.action} of ${collection.name} could not be shaped for "${first.sub.raw.slice(0, 200)}"`, err);
@@ -410,12 +418,6 @@ export class RealtimeHub {
     }
     local.conditions = conditions;
     return conditions;
-  }
-
-  /** Runs background work under the limits' statement bounds, outside any request (whose client may have left). */
-  private inContext<T>(work: () => Promise<T>): Promise<T> {
-    const { statementTimeoutMs, acquireTimeoutMs } = this.options.limits;
-    return runWithDatabaseContext({ statementTimeoutMs, acquireTimeoutMs }, work);
   }
 
   private report(message: string, err: unknown): void {

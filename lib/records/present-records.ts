@@ -20,8 +20,8 @@ export interface PresentOptions {
   records: readonly RecordValues[];
   caller: Caller;
   shape: ResponseShape;
-  /** Where expansions read: inside a transaction, its store (to see what it wrote). Default: the pool. */
-  store?: RecordStore;
+  /** Where expansions read: the operation's store (RecordService.storeOf): inside a transaction, its own, to see what it wrote; else the pool, bounded by the operation's context. */
+  store: RecordStore;
 }
 
 /**
@@ -41,7 +41,6 @@ export function parseResponseShape(params: { fields?: string; expand?: string })
 export class RecordPresenter {
   constructor(
     private readonly registry: SchemaRegistry,
-    private readonly store: RecordStore,
     private readonly options: { expandLimits?: ExpandLimits } = {},
   ) {}
 
@@ -52,7 +51,7 @@ export class RecordPresenter {
     try {
       await expandRecords({
         registry: this.registry,
-        store: options.store ?? this.store,
+        store: options.store,
         caller: options.caller,
         collection: options.collection,
         items,

@@ -2,6 +2,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, RecordbaseError, Unauth
 import { RecordStore, type RecordValues, type RelationRequirement } from '../db/record-store.js';
 import { translateDatabaseError, uniqueViolationConstraint } from '../db/translate-database-error.js';
 import { StatementInterruptedError } from '../db/bound-statements.js';
+import type { DatabaseContext } from '../db/database-context.js';
 import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
@@ -68,6 +69,11 @@ export interface RecordServiceOptions {
  */
 export interface OperationContext {
   unit?: WriteUnit;
+  /**
+   * What bounds the operation's statements outside a unit (a unit's store carries its own): the
+   * request's (lib/router.ts), or the router's limits for a server-API call. None: unbounded.
+   */
+  database?: DatabaseContext;
 }
 
 /** The record a download names, and the file field that holds the name. */
@@ -105,7 +111,8 @@ export class RecordService {
 
   /** The store reads of `context` go through: its unit's transaction, or the pool. */
   storeOf(context: OperationContext = {}): RecordStore {
-    return context.unit?.store ?? this.store;
+    if (context.unit) return context.unit.store;
+    return context.database ? this.store.within(context.database) : this.store;
   }
 
   /** A page of records that pass the list rule and the filter. */
@@ -144,7 +151,7 @@ export class RecordService {
       const ruleWhere = this.rule(collection, 'create', caller, write.data);
       const needsUnit = context.unit !== undefined || ruleWhere.length > 0 || hooks.has(collection, 'beforeCreate');
       if (!needsUnit) {
-        const created = await this.insertAutocommit(collection, write);
+        const created = await this.insertAutocommit(this.storeOf(context), collection, write);
         await hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, caller, undefined), record: created });
         return created;
       }
@@ -245,11 +252,12 @@ export class RecordService {
    * resolved, so a public download costs no auth() call). Protected fields need an identity (401)
    * that passes the view rule (404 otherwise, also when the rule is `null`).
    */
-  async findFileOwner(collection: CollectionSchema, options: { id: string; name: string; caller: () => Promise<Caller> }): Promise<FileOwner> {
+  async findFileOwner(collection: CollectionSchema, options: { id: string; name: string; caller: () => Promise<Caller> }, context: OperationContext = {}): Promise<FileOwner> {
     return this.guard(async () => {
       const notFound = () => new NotFoundError("The requested file wasn't found.", 'file_not_found');
       if (!isRecordId(options.id)) throw notFound();
-      const record = await this.store.selectById({ collection, id: options.id });
+      const store = this.storeOf(context);
+      const record = await store.selectById({ collection, id: options.id });
       const field = record && collection.fields.find((f) => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
       if (!record || !field) throw notFound();
       if ((field.definition as FileFieldDefinition).protected !== true) return { record, field };
@@ -258,7 +266,7 @@ export class RecordService {
       if (isSuperuser(caller)) return { record, field };
       if (collection.rules.view === null) throw notFound();
       const where = this.rule(collection, 'view', caller);
-      if (!(await this.store.selectById({ collection, id: options.id, where }))) throw notFound();
+      if (!(await store.selectById({ collection, id: options.id, where }))) throw notFound();
       return { record, field };
     });
   }
@@ -269,7 +277,7 @@ export class RecordService {
    */
   async inUnit<T>(context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T> {
     if (context.unit) return work(context.unit);
-    return runWriteUnit(this.store, work, this.options.logger);
+    return runWriteUnit(this.storeOf(context), work, this.options.logger);
   }
 
   /** Deletes records and what cascades from them inside a unit, with the before- and after-hooks of each. */
@@ -298,7 +306,7 @@ export class RecordService {
    * second query find which relation is missing, for the same 422 as checkRelations gives; if
    * none is (the target appeared meanwhile), the insert is tried once more.
    */
-  private async insertAutocommit(collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
+  private async insertAutocommit(store: RecordStore, collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
     const id = this.chooseId(write.data);
     const values = this.validate(collection, write);
     const written = await this.options.files.write(collection, id, keptUploads(collection, values, write));
@@ -306,10 +314,10 @@ export class RecordService {
       return await this.rejectDuplicates(collection, async () => {
         const row = { ...values, id };
         const requirements = this.relationRequirements(collection, values);
-        const inserted = await this.store.insertIfRelated(collection, row, requirements);
+        const inserted = await store.insertIfRelated(collection, row, requirements);
         if (inserted) return inserted;
-        await this.checkRelations(this.store, collection, values);
-        const retried = await this.store.insertIfRelated(collection, row, requirements);
+        await this.checkRelations(store, collection, values);
+        const retried = await store.insertIfRelated(collection, row, requirements);
         if (retried) return retried;
         throw missingRelations(requirements.map((r) => r.field.name));
       });

@@ -5,9 +5,9 @@ import type { CollectionSchema } from '../schema/collection-schema.js';
 import { parseModifierKey } from '../schema/field-modifiers.js';
 import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
-import type { RecordService, WriteInput } from './record-service.js';
+import type { OperationContext, RecordService, WriteInput } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
-import { currentDatabaseContext, runWithDatabaseContext } from '../db/database-context.js';
+import type { DatabaseContext } from '../db/database-context.js';
 
 /** A record as the API returns it: the same object an HTTP response holds. */
 export interface RecordModel {
@@ -103,9 +103,12 @@ export interface RecordsApiDeps {
   maxFileSize: number;
   /** Where streamed file inputs are spooled. */
   tempDir: string;
-  /** The statement bounds of calls made outside a request (lib/db/database-context.ts). */
-  statementTimeoutMs: number;
-  acquireTimeoutMs: number;
+  /**
+   * What bounds every call's statements (lib/db/database-context.ts): the router's limits, so one
+   * API call cannot hold the database longer than a request could. Calls inside a unit use the
+   * unit's store, which carries the bounds of whoever opened it.
+   */
+  bounds: DatabaseContext;
 }
 
 const FULL_LIST_BATCH = 1000;
@@ -116,9 +119,9 @@ const FULL_LIST_BATCH = 1000;
  * that write unit (a transaction or a hook's).
  */
 export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: WriteUnit, scope: { open: boolean } = { open: true }): RecordsApi {
-  const context = () => {
+  const context = (d: RecordsApiDeps): OperationContext => {
     if (!scope.open) throw new Error('recordbase: this transaction is over; use tx only inside the transaction() callback');
-    return { unit };
+    return { unit, database: d.bounds };
   };
 
   const collectionApi = (nameOrId: string): CollectionApi => {
@@ -126,17 +129,9 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       const d = await deps();
       return { ...d, collection: d.service.collection(nameOrId) };
     };
-    /**
-     * Runs a call with statement bounds: a call from a request (a hook's e.api) keeps that
-     * request's context (and its client-gone signal); a call from the host's own code gets the
-     * router's limits, so one API call cannot hold the database longer than a request could.
-     */
-    const bounded = <T>(work: () => Promise<T>): Promise<T> =>
-      currentDatabaseContext() ? work() : deps().then((d) => runWithDatabaseContext({ statementTimeoutMs: d.statementTimeoutMs, acquireTimeoutMs: d.acquireTimeoutMs }, work));
-
     async function present(d: RecordsApiDeps & { collection: CollectionSchema }, records: Parameters<RecordPresenter['present']>[0]['records'], caller: Caller, options: ApiOptions) {
       const shape = parseResponseShape({ fields: options.fields, expand: options.expand });
-      return (await d.presenter.present({ collection: d.collection, records, caller, shape, store: d.service.storeOf(context()) })) as RecordModel[];
+      return (await d.presenter.present({ collection: d.collection, records, caller, shape, store: d.service.storeOf(context(d)) })) as RecordModel[];
     }
 
     async function getList(page = 1, perPage = 30, options: ListOptions = {}): Promise<RecordListPage> {
@@ -144,7 +139,7 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       parseResponseShape(options);
       const caller = callerFor(options, 'GET');
       const query = { page: Math.max(1, Math.trunc(page) || 1), perPage: Math.min(Math.max(1, Math.trunc(perPage) || 30), d.maxPerPage), skipTotal: options.skipTotal === true, filter: options.filter, sort: options.sort };
-      const result = await d.service.list(d.collection, query, caller, context());
+      const result = await d.service.list(d.collection, query, caller, context(d));
       return { page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items: await present(d, result.items, caller, options) };
     }
 
@@ -167,39 +162,36 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     }
 
     return {
-      getList: (page, perPage, options) => bounded(() => getList(page, perPage, options)),
+      getList: (page, perPage, options) => getList(page, perPage, options),
       async getFullList(options = {}) {
         const d = await deps();
         const batch = Math.min(Math.max(1, Math.trunc(options.batch ?? FULL_LIST_BATCH)), d.maxPerPage);
         const all: RecordModel[] = [];
         for (let page = 1; ; page++) {
-          const result = await bounded(() => getList(page, batch, { ...options, skipTotal: true }));
+          const result = await getList(page, batch, { ...options, skipTotal: true });
           all.push(...result.items);
           if (result.items.length < batch) return all;
         }
       },
       async getFirstListItem(filter, options = {}) {
-        const result = await bounded(() => getList(1, 1, { ...options, filter, skipTotal: true }));
+        const result = await getList(1, 1, { ...options, filter, skipTotal: true });
         if (result.items.length === 0) throw new NotFoundError("The requested resource wasn't found.", 'record_not_found');
         return result.items[0]!;
       },
-      getOne: (id, options = {}) => bounded(async () => {
+      async getOne(id, options = {}) {
         const d = await resolve();
         parseResponseShape(options);
         const caller = callerFor(options, 'GET');
-        const record = await d.service.view(d.collection, id, caller, context());
+        const record = await d.service.view(d.collection, id, caller, context(d));
         return (await present(d, [record], caller, options))[0]!;
-      }),
-      create: (body, options = {}) =>
-        bounded(() => write(body, { ...options, method: 'POST' }, (d, input, caller) => d.service.create(d.collection, input, caller, context()))),
-      update: (id, body, options = {}) =>
-        bounded(() => write(body, { ...options, method: 'PATCH' }, (d, input, caller) => d.service.update(d.collection, id, input, caller, context()))),
-      delete: (id, options = {}) =>
-        bounded(async () => {
-          const d = await resolve();
-          await d.service.delete(d.collection, id, callerFor(options, 'DELETE'), context());
-          return true as const;
-        }),
+      },
+      create: (body, options = {}) => write(body, { ...options, method: 'POST' }, (d, input, caller) => d.service.create(d.collection, input, caller, context(d))),
+      update: (id, body, options = {}) => write(body, { ...options, method: 'PATCH' }, (d, input, caller) => d.service.update(d.collection, id, input, caller, context(d))),
+      async delete(id, options = {}) {
+        const d = await resolve();
+        await d.service.delete(d.collection, id, callerFor(options, 'DELETE'), context(d));
+        return true as const;
+      },
     };
   };
 
@@ -208,7 +200,7 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     async transaction(work) {
       if (unit) return work(api);
       const d = await deps();
-      const run = () => d.service.inUnit({}, async (txUnit) => {
+      return d.service.inUnit({ database: d.bounds }, async (txUnit) => {
         const txScope = { open: true };
         try {
           return await work(createRecordsApi(deps, txUnit, txScope));
@@ -216,8 +208,6 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
           txScope.open = false;
         }
       });
-      if (currentDatabaseContext()) return run();
-      return runWithDatabaseContext({ statementTimeoutMs: d.statementTimeoutMs, acquireTimeoutMs: d.acquireTimeoutMs }, run);
     },
   };
   return api;

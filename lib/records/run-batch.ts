@@ -4,7 +4,7 @@ import type { Upload } from '../files/upload.js';
 import type { Logger } from '../http/logger.js';
 import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
-import type { RecordService } from './record-service.js';
+import type { OperationContext, RecordService } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
 
 /** What one request of a batch asks for, already parsed from its method and url. */
@@ -37,6 +37,8 @@ export interface RunBatchOptions {
   /** The batch gives up (and rolls back) once this much time has passed; checked between requests. */
   timeoutMs: number;
   logger: Logger;
+  /** Where the batch's transaction runs (its statements' bounds: the outer request's). */
+  context: OperationContext;
 }
 
 /** How often a batch that lost a deadlock or serialization race is run again, within its timeout. */
@@ -69,7 +71,7 @@ async function runOnce(options: RunBatchOptions, deadline: number): Promise<Batc
       throw new BatchError({ code: 'batch_failed', message: `Batch transaction failed: it took longer than ${options.timeoutMs} ms; nothing was kept.`, data: {} });
     }
   };
-  return options.service.inUnit({}, async (unit) => {
+  return options.service.inUnit(options.context, async (unit) => {
     const results: BatchResult[] = [];
     for (const [index, request] of options.requests.entries()) {
       checkTime();

@@ -17,6 +17,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { Limits } from '../../lib/options.js';
+import { CLIENTS_TABLE } from '../../lib/realtime/outbox-schema.js';
 import { startFreezingProxy, type FreezingProxy } from '../support/freezing-proxy.js';
 import { createMemoryLogger } from '../support/test-app.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
@@ -124,6 +125,20 @@ async function whileRowLocked(id: string, work: () => Promise<void>): Promise<vo
   try {
     await holder.query('BEGIN');
     await holder.query('SELECT * FROM notes WHERE id = $1 FOR UPDATE', [id]);
+    await work();
+  } finally {
+    await holder.query('ROLLBACK');
+    await holder.end();
+  }
+}
+
+/** Runs `work` while another session holds `tables` locked (ACCESS EXCLUSIVE): every statement that reads or writes them waits. */
+async function whileTablesLocked(tables: readonly string[], work: () => Promise<void>): Promise<void> {
+  const holder = new pg.Client({ connectionString: server.url });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${tables.map((t) => `"${t}"`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
     await work();
   } finally {
     await holder.query('ROLLBACK');
@@ -254,6 +269,31 @@ describe('statement bounds on Postgres', () => {
       expect(await countInTransaction(app)).toBe(0);
     });
     expect((await timedGet(`${app.base}/api/collections/notes/records/${id}`)).body).toMatchObject({ text: 'original' });
+  }, 60_000);
+
+  test('every route that sends statements is bounded: while their tables are locked, a create, a file download, a batch and a realtime connect answer at the statement timeout', async () => {
+    app = await startApp({ poolMax: 5, limits: { statementTimeoutMs: 800 } });
+    const id = await createNote(app, 'original');
+    const json = { 'content-type': 'application/json' };
+    await whileTablesLocked(['notes', CLIENTS_TABLE], async () => {
+      const started = Date.now();
+      const answers = await Promise.all([
+        fetch(`${app.base}/api/collections/notes/records`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'new' }) }),
+        fetch(`${app.base}/api/files/notes/${id}/a_0123456789.png`),
+        fetch(`${app.base}/api/batch`, { method: 'POST', headers: json, body: JSON.stringify({ requests: [{ method: 'PATCH', url: `/api/collections/notes/records/${id}`, body: { text: 'batch' } }] }) }),
+        fetch(`${app.base}/api/realtime`),
+      ]);
+      const elapsed = Date.now() - started;
+      for (const res of answers) {
+        expect(res.status).toBe(400);
+        expect(JSON.stringify(await res.json())).toContain('statement timeout (800 ms, limits.statementTimeoutMs)');
+      }
+      expect(elapsed).toBeLessThan(3_000);
+      expect(await activeStatements(app)).toEqual([]);
+      expect(await countInTransaction(app)).toBe(0);
+    });
+    expect((await timedGet(`${app.base}/api/collections/notes/records/${id}`)).body).toMatchObject({ text: 'original' });
+    expect((await timedGet(app.base + LIST)).status).toBe(200);
   }, 60_000);
 
   test("the host's own routes after the router keep their own rules: no statement timeout there", async () => {

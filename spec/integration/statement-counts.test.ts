@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { currentDatabaseContext } from '../../lib/db/database-context.js';
+import { contextOfConnection } from '../../lib/db/bound-statements.js';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { makePng } from '../support/file-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -37,15 +37,16 @@ const collections: CollectionDefinition[] = [
 ];
 
 /**
- * Statements sent to the database on behalf of a request (in a request's database context), as
- * the driver sees them; background work (realtime is off in this suite) would be counted too.
+ * Statements sent to the database on behalf of a request (on a connection bound to a database
+ * context), as the driver sees them; background work (realtime is off in this suite) would be
+ * counted too.
  */
 const sent: string[] = [];
 const CONNECTION_SETUP = /^set search_path to /i;
 const originalQuery = pg.Client.prototype.query;
 beforeAll(() => {
   pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
-    if (currentDatabaseContext() !== undefined) {
+    if (contextOfConnection(this) !== undefined) {
       const config = args[0] as string | { text?: string };
       const text = typeof config === 'string' ? config : (config.text ?? '');
       // A connection the pool opens during a request is set up first (Knex's `set search_path`):

@@ -1,0 +1,17 @@
+import type { Request } from 'express';
+import type { DatabaseContext } from '../db/database-context.js';
+import type { OperationContext } from '../records/record-service.js';
+
+const requestContext = Symbol('recordbase.databaseContext');
+
+type WithDatabaseContext = Request & { [requestContext]?: DatabaseContext };
+
+/** Gives `req` the context its statements run under (the router does, for every request it serves). */
+export function setRequestDatabaseContext(req: Request, context: DatabaseContext): void {
+  (req as WithDatabaseContext)[requestContext] = context;
+}
+
+/** Where a request's operation runs: the pool, every statement bounded by the request's context. */
+export function operationContextOf(req: Request): OperationContext {
+  return { database: (req as WithDatabaseContext)[requestContext] };
+}
