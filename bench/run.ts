@@ -267,7 +267,7 @@ interface SizeResult {
  * What scenarios 6 and 7 need: an image uploaded through recordbase with its thumbnail made once
  * (where the baseline will look for it), and the 1 MiB upload, on disk and as a multipart body.
  */
-async function prepareFiles(app: ServerProcess, dataDir: string): Promise<{ thumbPath: string; uploadFile: string; uploadBody: MultipartBody }> {
+async function prepareFiles(app: ServerProcess, dataDir: string): Promise<{ thumbRecordId: string; thumbPath: string; uploadFile: string; uploadBody: MultipartBody }> {
   const image = buildMultipart([
     { name: 'title', value: `${WRITE_MARKER} image` },
     { name: 'author', value: seededUserId(1) },
@@ -288,7 +288,7 @@ async function prepareFiles(app: ServerProcess, dataDir: string): Promise<{ thum
     { name: 'author', value: seededUserId(1) },
     { name: 'cover', fileName: 'upload.png', contentType: 'image/png', data: readFileSync(uploadFile) },
   ]);
-  return { thumbPath, uploadFile, uploadBody };
+  return { thumbRecordId: created.id, thumbPath, uploadFile, uploadBody };
 }
 
 /**
@@ -303,7 +303,7 @@ async function measureScenarios(options: {
   baseline: ServerProcess;
   scenarios: Scenario[];
   statements: Map<ScenarioKey, string[]>;
-  /** Removes the rows the cells wrote (and re-analyses), so that `--fixed-rate` lists read the seeded table as the cells did. */
+  /** Removes the rows the cells wrote (and re-analyses), so that `--fixed-rate` lists read the seeded table as the cells did; the thumbnail scenario's image stays. */
   removeWrites?: () => Promise<unknown>;
 }): Promise<Row[]> {
   const { config, rows, app, baseline, scenarios, statements } = options;
@@ -451,7 +451,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
     app = await startServer('recordbase', 'bench-app.js', env);
     baseline = await startServer('baseline', 'baseline-app.js', env);
 
-    const { thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
+    const { thumbRecordId, thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
     const all = buildScenarios({ rows, thumbPath, uploadFile });
     const scenarios = all.filter((s) => !config.scenarios || config.scenarios.has(s.key));
 
@@ -471,7 +471,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
       await explainQueries(config.url, schema, explained);
     }
 
-    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements, removeWrites: () => removeBenchWrites(config.url, schema) });
+    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements, removeWrites: () => removeBenchWrites(config.url, schema, [thumbRecordId]) });
     return { rows, table };
   } finally {
     if (app) await stopServer(app);

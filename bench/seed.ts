@@ -77,8 +77,8 @@ async function isSeeded(client: SqlClient, schema: string, rows: number): Promis
   return counts.rows[0].u === USER_COUNT && counts.rows[0].p === rows;
 }
 
-/** Removes what a run wrote (creates, uploads), so the data set is the seed again. */
-export async function removeBenchWrites(url: string, schema: string): Promise<number> {
+/** Removes what a run wrote (creates, uploads), so the data set is the seed again; but the posts `keepIds` (the thumbnail scenario's image). */
+export async function removeBenchWrites(url: string, schema: string, keepIds: readonly string[] = []): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -86,7 +86,7 @@ export async function removeBenchWrites(url: string, schema: string): Promise<nu
     if (exists.rowCount === 0) return 0;
     const table = await client.query(`SELECT to_regclass($1) AS t`, [`"${schema}".posts`]);
     if (table.rows[0].t === null) return 0;
-    const deleted = await client.query(`DELETE FROM "${schema}".posts WHERE title LIKE $1`, [`${WRITE_MARKER}%`]);
+    const deleted = await client.query(`DELETE FROM "${schema}".posts WHERE title LIKE $1 AND NOT (id = ANY($2::text[]))`, [`${WRITE_MARKER}%`, keepIds]);
     if ((deleted.rowCount ?? 0) > 0) await client.query(`VACUUM ANALYZE "${schema}".posts`);
     return deleted.rowCount ?? 0;
   } finally {
