@@ -16,7 +16,6 @@
 import path from 'node:path';
 import express from 'express';
 import knexFactory, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
 import { benchCollections, FILE_TOKEN_SECRET } from './bench-data.js';
@@ -32,21 +31,24 @@ const url = process.env.BENCH_DATABASE_URL!;
 const schema = process.env.BENCH_SCHEMA!;
 const dataDir = process.env.BENCH_DATA_DIR!;
 
-function openDatabase(engine: string | undefined): Knex {
+async function openDatabase(engine: string | undefined): Promise<Knex> {
   const directory = process.env.BENCH_DB_DIR!;
   switch (engine ?? 'postgres') {
     case 'postgres':
       return knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 2, max: 10 } });
     case 'embedded':
       return openEmbeddedDatabase(directory);
-    case 'embedded-in-thread':
+    case 'embedded-in-thread': {
+      // Imported only here: PGlite on the main thread is half a megabyte of code a Postgres host never loads.
+      const { default: ClientPgLite } = await import('knex-pglite');
       return knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: directory } as Knex.StaticConnectionConfig });
+    }
     default:
       throw new Error(`BENCH_ENGINE must be postgres, embedded or embedded-in-thread, got ${engine}`);
   }
 }
 
-const database = openDatabase(process.env.BENCH_ENGINE);
+const database = await openDatabase(process.env.BENCH_ENGINE);
 let captured: CapturedQuery[] | undefined;
 database.on('query', (query: { sql: string; bindings?: unknown[] }) => {
   captured?.push({ sql: query.sql, bindings: query.bindings ?? [] });

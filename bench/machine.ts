@@ -34,6 +34,11 @@ export function readMemory(pid: number): { rss: number; peak: number } {
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
 }
 
+/** How many threads a process runs now (`Threads` of /proc/<pid>/status): a thumbnail worker is one. */
+export function readThreadCount(pid: number): number {
+  return Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+}
+
 /**
  * Starts a new peak for a process's VmHWM (writes `5` to /proc/<pid>/clear_refs), so that the
  * peak read after a cell is that cell's own. False where the kernel refuses (then VmHWM stays the
