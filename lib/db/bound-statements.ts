@@ -70,6 +70,11 @@ const clientContext = Symbol('recordbase.clientContext');
  */
 const connectionContexts = new WeakMap<object, DatabaseContext>();
 
+/** A connection as a WeakMap key (every engine's is an object; anything else is never bound). */
+function isConnectionObject(connection: unknown): connection is object {
+  return typeof connection === 'object' && connection !== null;
+}
+
 /**
  * Statements that run even for a client that left: they end a transaction. Refusing one would
  * leave the transaction open on a connection the pool hands to the next request (Knex does not
@@ -105,7 +110,7 @@ export function installStatementBounds(db: Knex): void {
   const release = Base.prototype.releaseConnection;
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
-      const context = typeof connection === 'object' && connection !== null ? connectionContexts.get(connection) : undefined;
+      const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
       if (context === undefined) return runStatement.call(this, connection, obj);
       // A client that has gone gets no new statement, but one that ends a transaction.
       if (context.signal?.aborted && !TRANSACTION_END.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
@@ -119,7 +124,7 @@ export function installStatementBounds(db: Knex): void {
     }
 
     override releaseConnection(connection: unknown): Promise<unknown> {
-      if (typeof connection === 'object' && connection !== null) connectionContexts.delete(connection);
+      if (isConnectionObject(connection)) connectionContexts.delete(connection);
       return release.call(this, connection);
     }
   }
@@ -240,7 +245,7 @@ function runBounded(client: BoundableClient, context: DatabaseContext, connectio
 
 /** The reason of an earlier cancel on `connection` when `error` is that cancel landing late. */
 function strayCancel(connection: unknown, error: unknown): StatementInterruptedError | undefined {
-  if ((error as { code?: unknown } | null)?.code !== QUERY_CANCELED || typeof connection !== 'object' || connection === null) return undefined;
+  if ((error as { code?: unknown } | null)?.code !== QUERY_CANCELED || !isConnectionObject(connection)) return undefined;
   return cancelledConnections.get(connection);
 }
 
@@ -305,7 +310,7 @@ function acquireBounded(client: BoundableClient, context: DatabaseContext, acqui
         if (settled) return;
         settled = true;
         cleanup();
-        if (typeof connection === 'object' && connection !== null) connectionContexts.set(connection, context);
+        if (isConnectionObject(connection)) connectionContexts.set(connection, context);
         resolve(connection);
       },
       (error: unknown) => {

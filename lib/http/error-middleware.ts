@@ -34,8 +34,9 @@ function fromDatabaseError(err: unknown): RecordbaseError | undefined {
 
 /**
  * The single place where errors become responses: our errors keep their status, message and
- * data; parser errors become 400/413; database errors as translateDatabaseError says; anything else is a generic 500 whose cause goes to the
- * logger only, so no stack trace or driver message reaches a client.
+ * data; parser errors become 400/413; database errors as translateDatabaseError says; anything
+ * else is a generic 500 whose cause goes to the logger only, so no stack trace or driver message
+ * reaches a client.
  */
 export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
   return (err, req, res, next) => {
