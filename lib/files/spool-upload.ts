@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLargeError } from '../errors.js';
 import { MIME_SNIFF_LENGTH, sniffMimeType } from './sniff-mime-type.js';
@@ -28,30 +29,44 @@ export async function spoolToFile(source: Readable, options: { target: string; m
   const head: Buffer[] = [];
   let headLength = 0;
   let size = 0;
-  const watch = new Transform({
-    transform(chunk: Buffer, _encoding, next) {
-      size += chunk.length;
-      if (options.maxBytes !== undefined && size > options.maxBytes) {
-        next(new PayloadTooLargeError(`The file "${options.label ?? ''}" is larger than the maximum allowed file size.`, 'file_too_large'));
-        return;
-      }
-      if (headLength < MIME_SNIFF_LENGTH) {
-        head.push(chunk.subarray(0, MIME_SNIFF_LENGTH - headLength));
-        headLength += Math.min(chunk.length, MIME_SNIFF_LENGTH - headLength);
-      }
-      next(null, chunk);
-    },
-  });
-  await fs.mkdir(path.dirname(options.target), { recursive: true });
-  const sink = createWriteStream(options.target, { flags: 'wx', mode: 0o600 });
+  let handle: FileHandle;
   try {
-    await pipeline(source, watch, sink);
+    handle = await openSpoolFile(options.target);
   } catch (err) {
-    // A source that fails at once (a truncated body) rejects the pipeline while the file may still
-    // be opening: removed before the open completes, it would appear afterwards and stay.
-    if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
+    source.destroy();
+    throw err;
+  }
+  // A listener beside the pipe, not a stream in it: no extra buffering per chunk. Attached in the
+  // same turn as the pipe, so that no chunk flows before the pipe takes it too.
+  source.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (options.maxBytes !== undefined && size > options.maxBytes) {
+      source.destroy(new PayloadTooLargeError(`The file "${options.label ?? ''}" is larger than the maximum allowed file size.`, 'file_too_large'));
+      return;
+    }
+    if (headLength < MIME_SNIFF_LENGTH) {
+      head.push(chunk.subarray(0, MIME_SNIFF_LENGTH - headLength));
+      headLength += Math.min(chunk.length, MIME_SNIFF_LENGTH - headLength);
+    }
+  });
+  try {
+    // The write stream owns the handle from here: it closes it when the pipeline ends, either way.
+    await pipeline(source, createWriteStream('', { fd: handle }));
+  } catch (err) {
+    await handle.close().catch(() => undefined);
     await fs.rm(options.target, { force: true });
     throw err;
   }
   return { path: options.target, size, mimeType: sniffMimeType(Buffer.concat(head)) };
+}
+
+/** Opens a new spool file exclusively, creating its folder only when it is missing (not once per upload). */
+async function openSpoolFile(target: string): Promise<FileHandle> {
+  try {
+    return await fs.open(target, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    return fs.open(target, 'wx', 0o600);
+  }
 }

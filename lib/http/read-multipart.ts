@@ -1,6 +1,6 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import multer, { MulterError, type StorageEngine } from 'multer';
 import { BadRequestError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
@@ -150,9 +150,13 @@ function mergeJsonPayload(body: Record<string, unknown>): Record<string, unknown
   return fields;
 }
 
-/** Removes spooled files, never failing the caller over a temp file that is already gone. */
+/**
+ * Removes spooled files, never failing the caller over a temp file that is already gone: one the
+ * storage took (`Storage.adopt`) is. A plain unlink, as a spool is always a file (`fs.rm` would
+ * stat it twice first).
+ */
 async function removeSpools(files: readonly SpooledFile[]): Promise<void> {
-  await Promise.all(files.map((file) => (file.spool ? fs.rm(file.spool.path, { force: true }).catch(() => undefined) : undefined)));
+  await Promise.all(files.map((file) => (file.spool ? fs.unlink(file.spool.path).catch(() => undefined) : undefined)));
 }
 
 /** Spooled uploads older than this belong to a process that died mid-request. */
@@ -204,17 +208,18 @@ export function createMultipartReader(options: MultipartReaderOptions): (req: Re
       fieldNestingDepth: 0,
     },
     // The whole body is counted on its way to busboy, so that many parts cannot add up past the limit.
+    // A listener beside the pipe rather than a stream in it: no extra buffering per chunk.
     streamHandler: (req: Request, busboy: NodeJS.WritableStream & { destroy(err?: Error): void }) => {
       let seen = 0;
-      const counter = new Transform({
-        transform(chunk: Buffer, _encoding, next) {
-          seen += chunk.length;
-          if (seen > options.maxBodySize) next(new PayloadTooLargeError('The request body is larger than the maximum allowed size.'));
-          else next(null, chunk);
-        },
-      });
-      counter.on('error', (err) => busboy.destroy(err));
-      req.pipe(counter).pipe(busboy);
+      const count = (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen <= options.maxBodySize) return;
+        req.off('data', count);
+        req.unpipe(busboy);
+        busboy.destroy(new PayloadTooLargeError('The request body is larger than the maximum allowed size.'));
+      };
+      req.on('data', count);
+      req.pipe(busboy);
     },
   } as multer.Options).any();
 

@@ -407,6 +407,15 @@ describe.each(testEngines())('multipart uploads on %s', (engine) => {
     expect(await countAlbums()).toBe(before.rows);
     expect(storageFiles(app)).toEqual(before.files);
   });
+
+  test('the spool folder, removed while the app runs (a /tmp cleaner), is made again by the next upload', async () => {
+    await app.http.post(url('albums/records')).field('title', 'before').attach('docs', PNG, 'a.png').expect(200);
+    rmSync(path.join(app.dataDir, 'uploads-tmp'), { recursive: true, force: true });
+    const res = await app.http.post(url('albums/records')).field('title', 'after').attach('docs', PNG, 'b.png');
+    expect(res.status).toBe(200);
+    expect(readStoredFile({ dataDir: app.dataDir, collectionId: ALBUMS, recordId: res.body.id, name: res.body.docs[0] })).toEqual(PNG);
+    expect(spooledFiles(app)).toEqual([]);
+  });
 });
 
 describe.each(testEngines())('uploads when storage fails, on %s', (engine) => {
