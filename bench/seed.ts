@@ -11,6 +11,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
+import { OUTBOX_TABLE } from '../lib/realtime/outbox-schema.js';
 import { benchCollections, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
 
 /** What the seed needs of a database client: node-postgres's Client and PGlite both have it. */
@@ -88,6 +89,11 @@ export async function removeBenchWrites(url: string, schema: string, keepIds: re
     if (table.rows[0].t === null) return 0;
     const deleted = await client.query(`DELETE FROM "${schema}".posts WHERE title LIKE $1 AND NOT (id = ANY($2::text[]))`, [`${WRITE_MARKER}%`, keepIds]);
     if ((deleted.rowCount ?? 0) > 0) await client.query(`VACUUM ANALYZE "${schema}".posts`);
+    // The realtime outbox logs every write of both servers (and this delete); only a running
+    // instance prunes it, 10 minutes later. Nobody subscribes during a run: emptied, so it does
+    // not grow by a few hundred MB over a few runs.
+    const outbox = await client.query(`SELECT to_regclass($1) AS t`, [`"${schema}"."${OUTBOX_TABLE}"`]);
+    if (outbox.rows[0].t !== null) await client.query(`TRUNCATE "${schema}"."${OUTBOX_TABLE}"`);
     return deleted.rowCount ?? 0;
   } finally {
     await client.end();
