@@ -62,13 +62,14 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
  * is plain text it assembled itself anyway.
  */
 export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext): Promise<StatementResult> {
+  const client = db.client as unknown as StatementClient;
   const connection = await acquireWithin(db, context);
   try {
     const types = recordTypes(connection);
     const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
-    return (await (db.client as unknown as StatementClient).query(connection, obj)).response;
+    return (await client.query(connection, obj)).response;
   } finally {
-    await (db.client as unknown as StatementClient).releaseConnection(connection);
+    await client.releaseConnection(connection);
   }
 }
 
