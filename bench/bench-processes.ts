@@ -80,11 +80,15 @@ export function forkBenchScript(script: string, env: Record<string, string>, exe
   return child;
 }
 
-/** Forks a server script and waits for its `{ type: 'ready', port }`. */
-export async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
+/**
+ * Forks a server script and waits for its `{ type: 'ready', port }`. `nodeFlags` are Node and V8
+ * flags for its process (`--node-flags`: the same for every server of a run).
+ */
+export async function startServer(name: string, script: string, env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<ServerProcess> {
   // BENCH_PROFILE_DIR: each server writes a V8 CPU profile there when it stops (open it in Chrome DevTools).
   const profileDir = process.env.BENCH_PROFILE_DIR;
-  const child = forkBenchScript(script, env, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []);
+  const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : [];
+  const child = forkBenchScript(script, env, [...nodeFlags, ...profile]);
   const { port } = await waitForMessage<{ type: 'ready'; port: number }>(child, 'ready', 120_000);
   return { name, child, pid: child.pid!, base: `http://127.0.0.1:${port}` };
 }

@@ -20,7 +20,8 @@
  * (BENCH_WARMUP), --connections (BENCH_CONNECTIONS), --rounds (BENCH_ROUNDS), --wait-for-idle
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
  * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
- * --no-explain. `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
+ * --no-explain, --node-flags "--a --b" (BENCH_NODE_FLAGS: Node and V8 flags for both servers'
+ * processes alike). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
  * default 1,000). BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
  *
  * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
@@ -65,6 +66,8 @@ interface BenchConfig {
    * once, each at F times the slower one's rate in the table; CPU per request compared.
    */
   fixedRate: number | undefined;
+  /** `--node-flags`: Node and V8 flags given to both servers' processes alike (`--no-memory-reducer`, `--max-semi-space-size=16`). */
+  nodeFlags: string[];
 }
 
 /** `--realtime-clients`: streams the `realtime` scenario holds (bench/realtime-bench.ts). */
@@ -88,6 +91,7 @@ function readConfig(): BenchConfig {
       engine: { type: 'string' },
       'realtime-clients': { type: 'string' },
       'fixed-rate': { type: 'string' },
+      'node-flags': { type: 'string' },
     },
   });
   realtimeClients = Math.floor(parsePositive('--realtime-clients', values['realtime-clients'], 1000));
@@ -108,6 +112,7 @@ function readConfig(): BenchConfig {
     explain: !values['no-explain'],
     engine,
     fixedRate: values['fixed-rate'] === undefined ? undefined : parseFraction('--fixed-rate', values['fixed-rate']),
+    nodeFlags: parseNodeFlags(values['node-flags'] ?? process.env.BENCH_NODE_FLAGS ?? ''),
   };
 }
 
@@ -411,6 +416,13 @@ function median<T>(list: readonly T[], key: (item: T) => number): T {
   return [...list].sort((a, b) => key(a) - key(b))[Math.floor((list.length - 1) / 2)]!;
 }
 
+/** `--node-flags "--a --b=1"`: whitespace-separated flags, each starting with `--`; throws on anything else. */
+function parseNodeFlags(raw: string): string[] {
+  const flags = raw.split(/\s+/).filter((flag) => flag !== '');
+  for (const flag of flags) if (!flag.startsWith('--')) throw new Error(`--node-flags takes flags that start with "--", got "${flag}"`);
+  return flags;
+}
+
 /** A number in (0, 1]; throws on anything else. */
 function parseFraction(name: string, raw: string): number {
   const n = Number(raw);
@@ -462,8 +474,8 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
   let app: ServerProcess | undefined;
   let baseline: ServerProcess | undefined;
   try {
-    app = await startServer('recordbase', 'bench-app.js', env);
-    baseline = await startServer('baseline', 'baseline-app.js', env);
+    app = await startServer('recordbase', 'bench-app.js', env, config.nodeFlags);
+    baseline = await startServer('baseline', 'baseline-app.js', env, config.nodeFlags);
 
     const { thumbRecordId, thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
     const all = buildScenarios({ rows, thumbPath, uploadFile });
@@ -516,7 +528,7 @@ async function benchEmbeddedSize(config: BenchConfig, rows: number): Promise<Siz
     const start = async (name: string, engine: string) => {
       const root = path.join(dataDir, name);
       cpSync(seedReport.directory, path.join(root, 'db'), { recursive: true });
-      const server = await startServer(name, 'bench-app.js', { BENCH_ENGINE: engine, BENCH_DB_DIR: path.join(root, 'db'), BENCH_DATA_DIR: root });
+      const server = await startServer(name, 'bench-app.js', { BENCH_ENGINE: engine, BENCH_DB_DIR: path.join(root, 'db'), BENCH_DATA_DIR: root }, config.nodeFlags);
       servers.push(server);
       return server;
     };
@@ -573,6 +585,7 @@ async function main(): Promise<void> {
   console.log(`machine: ${describeMachine()}`);
   console.log(config.engine === 'embedded' ? 'database: the embedded engine (PGlite), worker thread against main thread' : `database: ${await describePostgres(config.url)} at ${config.url.replace(/\/\/[^@/]*@/, '//')}`);
   console.log(`load before starting: ${describeLoad()}; jest processes running: ${countJestProcesses()}`);
+  if (config.nodeFlags.length > 0) console.log(`node flags of both servers: ${config.nodeFlags.join(' ')}`);
   if (config.scenarios?.delete('realtime')) {
     const env = (name: string, fallback: number) => parsePositive(name, process.env[name], fallback);
     await runRealtimeBench({ ...config, rows: config.rows[0]!, clients: realtimeClients, rate: env('BENCH_REALTIME_RATE', 50), latencySeconds: env('BENCH_REALTIME_SECONDS', 20) });
