@@ -100,10 +100,37 @@ export async function removeBenchWrites(url: string, schema: string, keepIds: re
   }
 }
 
-/** Makes sure `<BENCH_SCHEMA_PREFIX><rows>` (`rb_bench_<rows>`) holds the seed (rebuilding it when asked or when it does not). */
+/** The connections holding this process's claims (see `claimSchema`), by schema. */
+const claims = new Map<string, pg.Client>();
+
+/**
+ * Claims `schema` for this process until it exits: a session advisory lock on a connection of
+ * its own, which Postgres releases when the connection closes. A second run on the same schema
+ * and database is refused here, instead of deleting the first run's writes or reseeding the
+ * schema under its servers. The connection does not keep the process alive.
+ */
+async function claimSchema(url: string, schema: string): Promise<void> {
+  if (claims.has(schema)) return;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query<{ claimed: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS claimed', [`recordbase-bench:${schema}`]);
+  if (!rows[0]!.claimed) {
+    await client.end();
+    throw new Error(`another bench run is using the schema ${schema} on this database: wait for it to end, or give this run schemas of its own with BENCH_SCHEMA_PREFIX`);
+  }
+  client.on('error', () => {}); // the claim ends with the connection; the run's own queries report a lost database
+  (client as unknown as { connection: { stream: { unref(): void } } }).connection.stream.unref();
+  claims.set(schema, client);
+}
+
+/**
+ * Makes sure `<BENCH_SCHEMA_PREFIX><rows>` (`rb_bench_<rows>`) holds the seed (rebuilding it when
+ * asked or when it does not), after claiming the schema for this process (`claimSchema`).
+ */
 export async function ensureSeeded(options: { url: string; rows: number; reseed: boolean; dataDir: string }): Promise<SeedReport> {
   const schema = benchSchema(options.rows);
   const started = Date.now();
+  await claimSchema(options.url, schema);
   await removeBenchWrites(options.url, schema);
   const client = new pg.Client({ connectionString: options.url });
   await client.connect();
