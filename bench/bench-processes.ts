@@ -4,11 +4,13 @@
  * measurement, so that no server shares a process with the load or with another server.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadReply, LoadRequest, LoadSummary } from './load.js';
+// The module alone, not the package's index: the baseline's process loads nothing else of recordbase.
+import { createAppServer, type PrototypedApp } from '../lib/http/create-app-server.js';
 import { readCpuSeconds } from './machine.js';
 import type { LoadSpec } from './scenarios.js';
 
@@ -29,10 +31,11 @@ export function parsePositive(name: string, raw: string | undefined, fallback: n
 /**
  * The server side of `startServer`, for a forked host app: listens on 127.0.0.1 (port 0), sends
  * `{ type: 'ready', port }`, and on SIGTERM or when the runner goes away closes the server, then
- * `close()` (the router, the pool), and exits.
+ * `close()` (the router, the pool), and exits. The server is made by createAppServer, as the docs
+ * advise a host; with BENCH_EXPRESS_LISTEN=1 (`--express-listen`) as `app.listen` makes it.
  */
-export function serveBenchApp(options: { app: (req: IncomingMessage, res: ServerResponse) => void; close(): Promise<void> }): void {
-  const server = http.createServer(options.app);
+export function serveBenchApp(options: { app: PrototypedApp; close(): Promise<void> }): void {
+  const server = process.env.BENCH_EXPRESS_LISTEN === '1' ? http.createServer(options.app) : createAppServer(options.app);
   server.listen(0, '127.0.0.1', () => process.send!({ type: 'ready', port: (server.address() as AddressInfo).port }));
   const shutdown = async (): Promise<void> => {
     server.close();

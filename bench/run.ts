@@ -21,7 +21,8 @@
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
  * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
  * --no-explain, --node-flags "--a --b" (BENCH_NODE_FLAGS: Node and V8 flags for both servers'
- * processes alike). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
+ * processes alike), --express-listen (BENCH_EXPRESS_LISTEN=1: both servers made as `app.listen`
+ * makes them, instead of with createAppServer). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
  * default 1,000). BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
  *
  * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
@@ -92,8 +93,11 @@ function readConfig(): BenchConfig {
       'realtime-clients': { type: 'string' },
       'fixed-rate': { type: 'string' },
       'node-flags': { type: 'string' },
+      'express-listen': { type: 'boolean', default: false },
     },
   });
+  // Read by serveBenchApp in every server the run forks (they inherit the environment).
+  if (values['express-listen']) process.env.BENCH_EXPRESS_LISTEN = '1';
   realtimeClients = Math.floor(parsePositive('--realtime-clients', values['realtime-clients'], 1000));
   const engine = values.engine ?? process.env.BENCH_ENGINE ?? 'postgres';
   if (engine !== 'postgres' && engine !== 'embedded') throw new Error(`--engine must be postgres or embedded, got "${engine}"`);
@@ -586,6 +590,7 @@ async function main(): Promise<void> {
   console.log(config.engine === 'embedded' ? 'database: the embedded engine (PGlite), worker thread against main thread' : `database: ${await describePostgres(config.url)} at ${config.url.replace(/\/\/[^@/]*@/, '//')}`);
   console.log(`load before starting: ${describeLoad()}; jest processes running: ${countJestProcesses()}`);
   if (config.nodeFlags.length > 0) console.log(`node flags of both servers: ${config.nodeFlags.join(' ')}`);
+  console.log(`servers made by: ${process.env.BENCH_EXPRESS_LISTEN === '1' ? 'http.createServer(app), as app.listen makes them (--express-listen)' : 'createAppServer(app)'}`);
   if (config.scenarios?.delete('realtime')) {
     const env = (name: string, fallback: number) => parsePositive(name, process.env[name], fallback);
     await runRealtimeBench({ ...config, rows: config.rows[0]!, clients: realtimeClients, rate: env('BENCH_REALTIME_RATE', 50), latencySeconds: env('BENCH_REALTIME_SECONDS', 20) });

@@ -1,4 +1,5 @@
 export { createRecordsRouter, type RecordsRouter } from './router.js';
+export { createAppServer, appServerClasses, type AppServerClasses, type PrototypedApp } from './http/create-app-server.js';
 export type { RecordsRouterOptions, Limits, FileSweepOptions, RealtimeSettings } from './options.js';
 export { diskStorage, type DiskStorage, type DiskStorageOptions } from './files/disk-storage.js';
 export {

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import supertest from 'supertest';
-import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
+import { createAppServer, createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { RecordsRouterOptions } from '../../lib/options.js';
 import type { Identity } from '../../lib/auth/identity.js';
 import { openTestDatabase, type Engine, type TestDatabase } from './test-database.js';
@@ -17,7 +17,7 @@ export const TEST_IDENTITIES: Record<string, Identity> = {
   'token-root': { id: 'rootrrrrrrrrrrr', superuser: true },
 };
 
-/** A host app on a real listening server with the router mounted under /backend. */
+/** A host app on a real listening server (createAppServer) with the router mounted under /backend. */
 export interface TestApp {
   readonly database: TestDatabase;
   readonly router: RecordsRouter;
@@ -61,9 +61,9 @@ export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOp
   await router.ready;
   const app = express();
   app.use('/backend', router);
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  // As the docs advise a host (docs/deployment.md); startSiblingRouter keeps Express's own app.listen.
+  const server = createAppServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     database,

@@ -1,0 +1,69 @@
+/**
+ * A Node HTTP server for an Express app whose requests and responses are born with the app's
+ * own prototypes (`app.request`, `app.response`).
+ *
+ * Express gives every request its app's methods (`req.get`, `res.json`, ...) by changing the
+ * prototype of Node's `req` and `res` objects (`Object.setPrototypeOf`) as the request enters
+ * the app. On V8, every property added to an object after its prototype changed gets a hidden
+ * class (map) of its own: each request then makes fresh maps for the properties Express, its
+ * router and every middleware add, the inline caches that see them go megamorphic, and the maps
+ * and what they reference outlive the request into V8's old generation. Under load that is a
+ * mark-compact every second or so, whose cost grows with the process's live heap
+ * (docs/benchmarks.md, "Ninth pass"; expressjs/express#5998).
+ *
+ * Node's server can construct `req` and `res` from classes it is given. When their prototypes
+ * are the app's, Express's `setPrototypeOf` finds the prototype already in place and changes
+ * nothing, so requests share maps as any other objects do. Nothing else changes: the same
+ * Express, the same objects, the same methods. A request that enters a mounted sub-app
+ * (`app.use(otherExpressApp)`) still has its prototype changed there; an `express.Router`, such
+ * as the records router, is not a sub-app.
+ */
+import http, { type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** What an Express app (or anything built like one) brings: a request handler and its prototypes. */
+export interface PrototypedApp {
+  (req: IncomingMessage, res: ServerResponse): void;
+  readonly request: object;
+  readonly response: object;
+}
+
+/** The request and response classes of `createServer` options (`http`, `https`). */
+export interface AppServerClasses {
+  readonly IncomingMessage: typeof IncomingMessage;
+  readonly ServerResponse: typeof ServerResponse;
+}
+
+/**
+ * Request and response classes whose instances have `app.request` and `app.response` as their
+ * prototypes, for any server constructor that takes them:
+ * `https.createServer({ ...tls, ...appServerClasses(app) }, app)`.
+ */
+export function appServerClasses(app: PrototypedApp): AppServerClasses {
+  // `new AppRequest(socket)` makes the object from AppRequest's own hidden class (prototype
+  // `app.request`), and Node's constructor, called on it, fills it in. Node 20 to 24 define both
+  // as plain functions. Were one a `class` (not callable), Reflect.construct would build the
+  // same object, but V8 then derives a new hidden class per object, the cost this module avoids.
+  function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
+    if (callableConstructors) http.IncomingMessage.call(this, socket);
+    else return Reflect.construct(http.IncomingMessage, [socket], AppRequest) as IncomingMessage;
+  }
+  AppRequest.prototype = app.request;
+  function AppResponse(this: ServerResponse, req: IncomingMessage, options?: unknown): ServerResponse | void {
+    if (callableConstructors) (http.ServerResponse as unknown as (this: ServerResponse, ...args: unknown[]) => void).call(this, req, options);
+    else return Reflect.construct(http.ServerResponse, [req, options], AppResponse) as ServerResponse;
+  }
+  AppResponse.prototype = app.response;
+  return { IncomingMessage: AppRequest as unknown as typeof IncomingMessage, ServerResponse: AppResponse as unknown as typeof ServerResponse };
+}
+
+/** Whether Node's request and response constructors are plain functions (callable on an object made elsewhere). */
+const callableConstructors = [http.IncomingMessage, http.ServerResponse].every((constructor) => !Function.prototype.toString.call(constructor).startsWith('class'));
+
+/**
+ * `http.createServer(options, app)` with `appServerClasses(app)`: use it where `app.listen`
+ * would create the server (`createAppServer(app).listen(port)`).
+ */
+export function createAppServer(app: PrototypedApp, options: Omit<ServerOptions, 'IncomingMessage' | 'ServerResponse'> = {}): http.Server {
+  return http.createServer({ ...options, ...appServerClasses(app) }, app);
+}
