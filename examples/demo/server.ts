@@ -4,7 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { createRecordsRouter, type Identity } from '../../lib/index.js';
+import { createAppServer, createRecordsRouter, type Identity } from '../../lib/index.js';
 import { demoCollections } from './collections.js';
 
 // A stand-in for the host's real authentication: two fixed tokens.
@@ -33,13 +33,17 @@ app.get('/', (_req, res) => {
 });
 
 const port = Number(process.env.PORT ?? 8090);
-// Express 5 passes a listen error (a port in use) to this callback: fail with it.
-const server = app.listen(port, '127.0.0.1', async (error?: Error) => {
-  if (error) {
-    console.error(`recordbase demo: cannot listen on 127.0.0.1:${port}: ${error.message}`);
-    await records.close();
-    process.exit(1);
-  }
+// Made by createAppServer rather than app.listen: requests carry the app's prototypes from the
+// start (docs/configuration.md). A listen error (a port in use) fails the demo.
+const server = createAppServer(app);
+const failToListen = async (error: Error) => {
+  console.error(`recordbase demo: cannot listen on 127.0.0.1:${port}: ${error.message}`);
+  await records.close();
+  process.exit(1);
+};
+server.once('error', failToListen);
+server.listen(port, '127.0.0.1', async () => {
+  server.off('error', failToListen);
   await records.ready; // listening first makes a taken port fail at once; requests wait for ready
   const address = server.address() as AddressInfo;
   const base = `http://${address.address}:${address.port}/backend`;

@@ -48,14 +48,15 @@ ${APP_BODY}
 
 const TS_APP = `import express from 'express';
 import type { AddressInfo } from 'node:net';
-import { createRecordsRouter, type CollectionDefinition, type RecordsRouter } from 'recordbase';
+import { createAppServer, createRecordsRouter, type CollectionDefinition, type RecordsRouter } from 'recordbase';
 
 const collections: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'text', type: 'text', required: true }], rules: { list: '', view: '', create: '' } }];
 const app = express();
 const records: RecordsRouter = createRecordsRouter({ collections, dataDir: process.env.RB_DATA_DIR, fileSweep: false, thumbnailWorkers: 1 });
 app.use('/backend', records);
 await records.ready;
-const server = app.listen(0, '127.0.0.1');
+// The server as the README makes it: createAppServer's published types must take an express() app.
+const server = createAppServer(app).listen(0, '127.0.0.1');
 await new Promise((resolve) => server.once('listening', resolve));
 const base = 'http://127.0.0.1:' + (server.address() as AddressInfo).port + '/backend/api/collections/notes/records';
 const created = await fetch(base, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: process.env.APP_KIND }) });
