@@ -6,9 +6,9 @@
  * prototype of Node's `req` and `res` objects (`Object.setPrototypeOf`) as the request enters
  * the app. On V8, every property added to an object after its prototype changed gets a hidden
  * class (map) of its own: each request then makes fresh maps for the properties Express, its
- * router and every middleware add, the inline caches that see them go megamorphic, and the maps
- * and what they reference outlive the request into V8's old generation. Under load that is a
- * mark-compact every second or so, whose cost grows with the process's live heap
+ * router and every middleware add, the code that reads them meets a new map every time, and the
+ * maps and what they reference outlive the request into V8's old generation. Under load that is
+ * several mark-compacts a second, whose cost grows with the process's live heap
  * (docs/benchmarks.md, "Ninth pass"; expressjs/express#5998).
  *
  * Node's server can construct `req` and `res` from classes it is given. When their prototypes
@@ -41,8 +41,8 @@ export interface AppServerClasses {
  */
 export function appServerClasses(app: PrototypedApp): AppServerClasses {
   // `new AppRequest(socket)` makes the object from AppRequest's own hidden class (prototype
-  // `app.request`), and Node's constructor, called on it, fills it in. Node 20 to 24 define both
-  // as plain functions. Were one a `class` (not callable), Reflect.construct would build the
+  // `app.request`), and Node's constructor, called on it, fills it in. Node 20 defines both as
+  // plain functions. Were one a `class` (not callable), Reflect.construct would build the
   // same object, but V8 then derives a new hidden class per object, the cost this module avoids.
   function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
     if (callableConstructors) http.IncomingMessage.call(this, socket);
