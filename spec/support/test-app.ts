@@ -61,7 +61,7 @@ export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOp
   await router.ready;
   const app = express();
   app.use('/backend', router);
-  // As the docs advise a host (docs/deployment.md); startSiblingRouter keeps Express's own app.listen.
+  // As the docs advise a host (docs/configuration.md, "Serving the app"); startSiblingRouter keeps Express's own app.listen.
   const server = createAppServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
