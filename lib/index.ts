@@ -31,7 +31,7 @@ export type {
   FullListOptions,
   WriteBody,
 } from './records/records-api.js';
-export type { FileInput } from './files/file-inputs.js';
+export { fileFromPath, type FileInput, type PathFile } from './files/file-inputs.js';
 export type {
   RecordHooks,
   CollectionHooks,

@@ -1,7 +1,8 @@
 import type { Identity } from '../auth/identity.js';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { isFileInput, prepareFileInputs, type FileInput } from '../files/file-inputs.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
+import { createFieldError } from '../schema/coerce-value.js';
 import { parseModifierKey } from '../schema/field-modifiers.js';
 import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
@@ -65,7 +66,8 @@ export interface FullListOptions extends Omit<ListOptions, 'skipTotal'> {
 /**
  * A write body: field values as in a JSON body (modifiers such as `views+` included), where a
  * file field takes FileInput values (`cover: { name, data }`, `docs: ['kept_name.png', { name, data }]`,
- * `'docs+': { name, data }`).
+ * `'docs+': fileFromPath(path)`). A value JSON can produce is never a file: a body forwarded from a
+ * client can name kept files, not upload one, nor name a server path.
  */
 export type WriteBody = Record<string, unknown>;
 
@@ -150,11 +152,13 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     ) {
       const d = await resolve();
       parseResponseShape(options);
-      const { data, files } = splitFileInputs(d.collection, body);
+      const { data, files, notFiles } = splitFileInputs(d.collection, body);
       const prepared = await prepareFileInputs(files, { tempDir: d.tempDir, maxFileSize: d.maxFileSize });
       try {
         const caller = callerFor(options, options.method);
-        const record = await run(d, { data, source: 'json', uploads: prepared.uploads }, caller);
+        const record = await run(d, { data, source: 'json', uploads: prepared.uploads }, caller).catch((err: unknown) => {
+          throw explainNotFiles(err, notFiles);
+        });
         return (await present(d, [record], caller, options))[0]!;
       } finally {
         await prepared.discard();
@@ -230,14 +234,21 @@ function callerFor(options: ApiOptions, method: string): Caller {
  * Splits a write body into plain values and the file inputs of its file fields: a FileInput
  * becomes an upload under the key as written (`cover`, `docs+`), and the names beside it in an
  * array stay as the field's value (the existing files kept), as a multipart body would send them.
+ * Any other object in a file field stays a plain value too, which validation refuses (422) after
+ * the rules, as over HTTP; `notFiles` names those fields, so the error can say what a file is.
  */
-function splitFileInputs(collection: CollectionSchema, body: WriteBody): { data: Record<string, unknown>; files: { part: string; input: FileInput }[] } {
+function splitFileInputs(
+  collection: CollectionSchema,
+  body: WriteBody,
+): { data: Record<string, unknown>; files: { part: string; input: FileInput }[]; notFiles: Set<string> } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new TypeError('a write body must be an object of field values');
   const data: Record<string, unknown> = {};
   const files: { part: string; input: FileInput }[] = [];
+  const notFiles = new Set<string>();
   for (const [key, value] of Object.entries(body)) {
     const field = collection.field(parseModifierKey(key).name);
     const items = Array.isArray(value) ? value : [value];
+    if (field?.type === 'file' && items.some((item) => item !== null && typeof item === 'object' && !isFileInput(item))) notFiles.add(field.name);
     if (field?.type !== 'file' || !items.some(isFileInput)) {
       data[key] = value;
       continue;
@@ -246,5 +257,20 @@ function splitFileInputs(collection: CollectionSchema, body: WriteBody): { data:
     const names = items.filter((item) => !isFileInput(item));
     if (names.length > 0) data[key] = names;
   }
-  return { data, files };
+  return { data, files, notFiles };
+}
+
+const NOT_A_FILE =
+  "Must be file names or files; a file's data must be a Buffer, a Uint8Array or a Readable (fileFromPath for a file on disk), never a string.";
+
+/**
+ * The validation error of a write whose file fields held objects that are not files, with those
+ * fields' messages saying what a file is: the generic "list of text values" would mislead whoever
+ * passed `{ name, data: path }`. The code stays the one HTTP answers.
+ */
+function explainNotFiles(err: unknown, notFiles: ReadonlySet<string>): unknown {
+  if (!(err instanceof ValidationError) || notFiles.size === 0) return err;
+  const data = { ...err.data };
+  for (const name of notFiles) if (data[name]?.code === 'validation_invalid_value') data[name] = createFieldError('validation_invalid_value', NOT_A_FILE);
+  return new ValidationError(data, err.message);
 }

@@ -2,7 +2,7 @@ import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { ForbiddenError, NotFoundError, RecordbaseError, ValidationError, type CollectionDefinition, type RecordHooks } from '../../lib/index.js';
+import { fileFromPath, ForbiddenError, NotFoundError, RecordbaseError, ValidationError, type CollectionDefinition, type RecordHooks } from '../../lib/index.js';
 import { listFilesUnder, readStoredFile } from '../support/file-fixtures.js';
 import { ALICE, P, ROOT } from '../support/query-fixtures.js';
 import { createMemoryLogger, startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
@@ -162,7 +162,7 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
     });
   });
 
-  describe('files as { name, data }', () => {
+  describe('files as { name, data } or fileFromPath', () => {
     let dir: string;
     beforeAll(() => {
       dir = mkdtempSync(path.join(os.tmpdir(), 'rb-api-files-'));
@@ -178,7 +178,7 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
           docs: [
             { name: 'buffer.txt', data: Buffer.from('from a buffer') },
             { name: 'stream.bin', data: Readable.from([Buffer.from('from '), Buffer.from('a stream')]) },
-            { name: 'path.txt', data: file },
+            fileFromPath(file, 'path.txt'),
           ],
         },
         { as: alice },
