@@ -58,6 +58,7 @@ export const ERROR_CODES = {
   batch_not_allowed: { status: 403, message: 'Batch requests are not allowed.' },
   invalid_batch: { status: 400, message: 'Invalid batch request data.' },
   batch_failed: { status: 400, message: 'Batch transaction failed.' },
+  batch_answer_too_large: { status: 400, message: "The batch's answer would be too large." },
   invalid_subscription: { status: 400, message: 'Invalid realtime subscription.' },
   realtime_client_not_found: { status: 404, message: 'Missing or invalid client id.' },
   realtime_auth_mismatch: { status: 403, message: "The current and the previous request authorization don't match." },

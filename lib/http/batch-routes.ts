@@ -32,7 +32,8 @@ export interface BatchRoutesOptions {
 /**
  * `POST /api/batch` (docs/batch.md): PocketBase's transactional batch, as the SDK's
  * `pb.createBatch()` sends it (always multipart) or as plain JSON. The handler reads and checks
- * the whole body, then hands the requests to runBatch; spooled files are removed before the answer.
+ * the whole body, then hands the requests to runBatch, which bounds the batch as a whole and
+ * serialises its answer before the commit; spooled files are removed before the answer.
  */
 export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
   const { settings } = options;
@@ -45,24 +46,26 @@ export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
   const batch: RequestHandler = async (req, res) => {
     const limits = settings as BatchSettings;
     const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
-    let results;
+    let answer: Buffer;
     try {
       const body = multipart ? multipart.fields : readJsonBody(req);
       const requests = readBatch(body, multipart?.uploads ?? [], limits);
       const caller = await options.resolveCaller(req);
-      results = await runBatch({
+      answer = await runBatch({
         service: options.records,
         presenter: options.presenter,
         requests,
         identity: caller.request.auth,
         timeoutMs: limits.timeoutMs,
+        maxBodySize: limits.maxBodySize,
         logger: options.logger,
         context: operationContextOf(req),
       });
     } finally {
       await multipart?.discard();
     }
-    res.json(results);
+    // Committed: the answer was serialised before the commit, only sending remains.
+    res.set('Content-Type', 'application/json; charset=utf-8').send(answer);
   };
   return [{ method: 'POST', path: '/api/batch', handlers: [refuseIfOff, json, batch] }];
 }

@@ -49,12 +49,22 @@ interface ExpandRun {
 /** `,"expand":{}`: what a record's first expanded relation adds besides the entry itself. */
 const EXPAND_KEY_BYTES = Buffer.byteLength(',"expand":{}');
 
+/** What an ExpandBudget bounds: one response, or every response of a batch together (docs/batch.md). */
+export type ExpandScope = 'response' | 'batch';
+
+/** How a refusal names its scope, and what the client can do about it. */
+const SCOPE_WORDS: Readonly<Record<ExpandScope, { what: string; advice: string }>> = {
+  response: { what: 'the response', advice: 'ask for fewer records per page' },
+  batch: { what: "the batch's answer", advice: 'send fewer requests in one batch' },
+};
+
 /**
  * Counts the records and bytes expansion adds, level by level, and refuses (400) as soon as a
  * level goes over a limit: before its records are expanded further, so a runaway tree costs one
  * level's query, not six, and that query reads at most one record more than may still be added.
+ * One budget may serve several expansions (every response of a batch): they then share its limits.
  */
-class ExpandBudget {
+export class ExpandBudget {
   private records = 0;
   /** Bytes counted exactly. */
   private bytes = 0;
@@ -62,7 +72,10 @@ class ExpandBudget {
   private unmeasured: ExpandNode[] = [];
   private bytesAtMost = 0;
 
-  constructor(private readonly limits: ExpandLimits) {}
+  constructor(
+    private readonly limits: ExpandLimits,
+    private readonly scope: ExpandScope = 'response',
+  ) {}
 
   /** How many more related records the response may take. */
   get recordsLeft(): number {
@@ -72,9 +85,10 @@ class ExpandBudget {
   addRecords(count: number): void {
     this.records += count;
     if (this.records <= this.limits.maxRecords) return;
+    const words = SCOPE_WORDS[this.scope];
     throw new BadRequestError(
-      `The expansion would add more than ${this.limits.maxRecords} related records to the response (limits.maxExpandRecords). ` +
-        'Expand fewer or shallower relations, or ask for fewer records per page.',
+      `The expansion would add more than ${this.limits.maxRecords} related records to ${words.what} (limits.maxExpandRecords). ` +
+        `Expand fewer or shallower relations, or ${words.advice}.`,
       'expand_too_many_records',
     );
   }
@@ -104,9 +118,10 @@ class ExpandBudget {
       if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
     }
     if (this.bytes <= this.limits.maxBytes) return;
+    const words = SCOPE_WORDS[this.scope];
     throw new BadRequestError(
-      `The expansion would add more than ${this.limits.maxBytes} bytes to the response (limits.maxExpandBytes). ` +
-        'Expand fewer or shallower relations, or ask for fewer records per page.',
+      `The expansion would add more than ${this.limits.maxBytes} bytes to ${words.what} (limits.maxExpandBytes). ` +
+        `Expand fewer or shallower relations, or ${words.advice}.`,
       'expand_too_large',
     );
   }
@@ -280,8 +295,9 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
  * level, whatever the number of records; each related record must pass its own collection's
  * view rule or is left out; unknown names are ignored. A single relation expands to an object,
  * a multiple one and a back-relation to an array; nothing found leaves the key out. A related
- * record is one object shared by all its parents; `limits` bound what the expansion adds to the
- * response as serialised, repeats included (BadRequestError naming the limit).
+ * record is one object shared by all its parents; `budget` (by default one of `limits` for this
+ * response alone) bounds what the expansion adds as serialised, repeats included
+ * (BadRequestError naming the limit).
  */
 export async function expandRecords(options: {
   registry: SchemaRegistry;
@@ -291,9 +307,11 @@ export async function expandRecords(options: {
   items: readonly ExpandItem[];
   tree: ExpandTree;
   limits?: ExpandLimits;
+  /** What this expansion draws on, shared with others (a batch's responses); `limits` are then unused. */
+  budget?: ExpandBudget;
 }): Promise<void> {
   if (options.tree.size === 0 || options.items.length === 0) return;
-  const run: ExpandRun = { ...options, budget: new ExpandBudget(options.limits ?? DEFAULT_EXPAND_LIMITS) };
+  const run: ExpandRun = { ...options, budget: options.budget ?? new ExpandBudget(options.limits ?? DEFAULT_EXPAND_LIMITS) };
   const roots = options.items.map((item): ExpandNode => ({ values: item.values, out: item.out, copies: 1 }));
   await expandLevel(run, options.collection, roots, options.tree);
 }

@@ -5,7 +5,7 @@ import { parseExpand, type ExpandTree } from '../query/parse-expand.js';
 import { parseFields, type FieldSelection } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
-import { expandRecords, type ExpandLimits } from './expand-records.js';
+import { DEFAULT_EXPAND_LIMITS, ExpandBudget, expandRecords, type ExpandLimits, type ExpandScope } from './expand-records.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** What a response asks of its records: which fields, which relations expanded (parsed by parseResponseShape). */
@@ -22,6 +22,11 @@ export interface PresentOptions {
   shape: ResponseShape;
   /** Where expansions read: the operation's store (RecordService.storeOf): inside a transaction, its own, to see what it wrote; else the pool, bounded by the operation's context. */
   store: RecordStore;
+  /**
+   * What the expansion draws on when several responses make one answer (a batch's): one budget
+   * from `createExpandBudget`, passed to each. Absent: this response has the limits to itself.
+   */
+  budget?: ExpandBudget;
 }
 
 /**
@@ -44,6 +49,16 @@ export class RecordPresenter {
     private readonly options: { expandLimits?: ExpandLimits } = {},
   ) {}
 
+  /** The limits one response's expansion has, and a batch's whole answer. */
+  get expandLimits(): ExpandLimits {
+    return this.options.expandLimits ?? DEFAULT_EXPAND_LIMITS;
+  }
+
+  /** One expand budget of this presenter's limits, for responses that are bounded together (a batch's). */
+  createExpandBudget(scope: ExpandScope): ExpandBudget {
+    return new ExpandBudget(this.expandLimits, scope);
+  }
+
   async present(options: PresentOptions): Promise<Record<string, unknown>[]> {
     const { selection, tree } = options.shape;
     const showHidden = isSuperuser(options.caller);
@@ -56,7 +71,8 @@ export class RecordPresenter {
         collection: options.collection,
         items,
         tree,
-        limits: this.options.expandLimits,
+        limits: this.expandLimits,
+        budget: options.budget,
       });
     } catch (err) {
       throw translateDatabaseError(err);

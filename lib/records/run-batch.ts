@@ -1,8 +1,10 @@
 import type { Identity } from '../auth/identity.js';
-import { BatchError, ConflictError, InternalError, RecordbaseError } from '../errors.js';
+import { ClientGone } from '../db/database-context.js';
+import { BadRequestError, BatchError, ConflictError, InternalError, RecordbaseError } from '../errors.js';
 import type { Upload } from '../files/upload.js';
 import type { Logger } from '../http/logger.js';
 import type { Caller } from './caller.js';
+import type { ExpandBudget } from './expand-records.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
 import type { OperationContext, RecordService } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
@@ -34,8 +36,17 @@ export interface RunBatchOptions {
   requests: readonly BatchRequest[];
   /** The outer request's identity: every request of the batch acts as it. */
   identity: Identity | null;
-  /** The batch gives up (and rolls back) once this much time has passed; checked between requests. */
+  /**
+   * The batch gives up (and rolls back) once this much time has passed since it started: the
+   * statement in flight is cancelled then, and the time is checked between requests.
+   */
   timeoutMs: number;
+  /**
+   * The batch's body limit (`batch.maxBodySize`). With the presenter's `maxExpandBytes` it bounds
+   * the whole answer: the records a batch answers with come from its body (or are the stored
+   * records it updates), and what expansion adds is bounded apart.
+   */
+  maxBodySize: number;
   logger: Logger;
   /** Where the batch's transaction runs (its statements' bounds: the outer request's). */
   context: OperationContext;
@@ -47,46 +58,163 @@ const MAX_ATTEMPTS = 3;
 /**
  * Runs a batch (docs/batch.md): every request in order, in one transaction, each through the
  * record service with its own rules, hooks, validation and files, all as the outer identity.
- * Resolves with one answer per request once everything has committed (and the after-commit work,
- * such as removing replaced files, is done). If any request fails, nothing is kept and this
- * throws a 400 `BatchError` whose `data.requests[<index>]` holds that request's own error body; a
- * batch over its time is a 400 too. A batch that loses a deadlock against a concurrent one is run
- * again (up to three times, within the timeout) before it is reported.
+ * Resolves with the whole answer, the JSON array of one BatchResult per request, serialised
+ * before the commit (so that after it only sending remains), once everything has committed and
+ * the after-commit work (such as removing replaced files) is done.
+ *
+ * The batch is bounded as a whole: its responses share one expand budget (the presenter's
+ * limits, for the whole answer), the answer may be at most `maxExpandBytes + maxBodySize` bytes,
+ * and `timeoutMs` stops the statement in flight. If any request fails or passes a bound, nothing
+ * is kept and this throws a 400 `BatchError` whose `data.requests[<index>]` holds that request's
+ * own error body; a batch over its time is a 400 too. A batch that loses a deadlock against a
+ * concurrent one is run again (up to three times, within the timeout) before it is reported.
  */
-export async function runBatch(options: RunBatchOptions): Promise<BatchResult[]> {
-  const deadline = Date.now() + options.timeoutMs;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await runOnce(options, deadline);
-    } catch (err) {
-      const conflict = err instanceof BatchError && err.cause instanceof ConflictError;
-      if (!conflict || attempt >= MAX_ATTEMPTS || Date.now() >= deadline) throw err;
+export async function runBatch(options: RunBatchOptions): Promise<Buffer> {
+  const deadline = new BatchDeadline(options.context, options.timeoutMs);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await runOnce(options, deadline);
+      } catch (err) {
+        if (deadline.expired) throw deadline.error();
+        const conflict = err instanceof BatchError && err.cause instanceof ConflictError;
+        if (!conflict || attempt >= MAX_ATTEMPTS) throw err;
+      }
     }
+  } finally {
+    deadline.dispose();
   }
 }
 
-async function runOnce(options: RunBatchOptions, deadline: number): Promise<BatchResult[]> {
-  const checkTime = () => {
-    if (Date.now() >= deadline) {
-      throw new BatchError({ code: 'batch_failed', message: `Batch transaction failed: it took longer than ${options.timeoutMs} ms; nothing was kept.`, data: {} });
-    }
-  };
-  return options.service.inUnit(options.context, async (unit) => {
-    const results: BatchResult[] = [];
-    for (const [index, request] of options.requests.entries()) {
-      checkTime();
-      try {
-        results.push(await runRequest(options, unit, request));
-      } catch (err) {
-        throw describeFailure(index, err, options.logger);
-      }
-    }
-    checkTime(); // nothing commits after the deadline
-    return results;
-  });
+/**
+ * A batch's time limit, as its statements see it: its context's signal is raised at the
+ * deadline, or as soon as the request's own client leaves, and the database layer then cancels
+ * the statement in flight (after the grace an abandoned statement gets, bound-statements.ts) and
+ * refuses new ones but the ROLLBACK. Without a database context (no bounds), only `check` applies.
+ */
+class BatchDeadline {
+  readonly context: OperationContext;
+  private timedOut = false;
+  /** Set while the transaction commits: a deadline passing then does not cancel the COMMIT. */
+  private committing = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly stopListening: (() => void) | undefined;
+
+  constructor(
+    outer: OperationContext,
+    private readonly timeoutMs: number,
+  ) {
+    const database = outer.database;
+    const gone = new ClientGone();
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      if (!this.committing) gone.abort();
+    }, timeoutMs);
+    this.stopListening = database?.signal?.listen(() => gone.abort());
+    if (database?.signal?.aborted) gone.abort();
+    this.context = database ? { ...outer, database: { ...database, signal: gone } } : outer;
+  }
+
+  get expired(): boolean {
+    return this.timedOut;
+  }
+
+  /** The batch's answer once its time is up. */
+  error(): BatchError {
+    return new BatchError({ code: 'batch_failed', message: `Batch transaction failed: it took longer than ${this.timeoutMs} ms; nothing was kept.`, data: {} });
+  }
+
+  /** Throws the timeout when the time is up: between requests, and before the commit. */
+  check(): void {
+    if (this.timedOut) throw this.error();
+  }
+
+  /**
+   * Lets the commit begin, if the time is not up: a COMMIT under way is never cancelled by the
+   * deadline (one that fails, a lost race, is then reported as the timeout if the time is up).
+   */
+  beginCommit(): void {
+    this.check();
+    this.committing = true;
+  }
+
+  /** After an attempt, committed or not: a retry is bounded again. */
+  endCommit(): void {
+    this.committing = false;
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.stopListening?.();
+  }
 }
 
-async function runRequest(options: RunBatchOptions, unit: WriteUnit, request: BatchRequest): Promise<BatchResult> {
+async function runOnce(options: RunBatchOptions, deadline: BatchDeadline): Promise<Buffer> {
+  try {
+    return await options.service.inUnit(deadline.context, async (unit) => {
+      const budget = options.presenter.createExpandBudget('batch');
+      const answer = new AnswerBuilder(options.presenter.expandLimits.maxBytes + options.maxBodySize);
+      for (const [index, request] of options.requests.entries()) {
+        deadline.check();
+        try {
+          answer.add(await runRequest(options, { unit, request, budget }));
+        } catch (err) {
+          throw describeFailure({ index, err, deadline, logger: options.logger });
+        }
+      }
+      const json = answer.finish();
+      deadline.beginCommit(); // nothing commits after the deadline
+      return json;
+    });
+  } finally {
+    deadline.endCommit();
+  }
+}
+
+/**
+ * The batch's answer, serialised request by request inside the transaction: a result that cannot
+ * be serialised, or one that takes the whole past `maxBytes`, fails its request before anything
+ * is committed. Kept as bytes, never as one string: a string has a length limit, a Buffer's is
+ * far above any bound.
+ */
+class AnswerBuilder {
+  private readonly parts: Buffer[] = [];
+  /** The brackets, the commas and the results so far. */
+  private bytes = 2;
+
+  constructor(private readonly maxBytes: number) {}
+
+  add(result: BatchResult): void {
+    const part = Buffer.from(JSON.stringify(result), 'utf8');
+    this.bytes += part.length + (this.parts.length > 0 ? 1 : 0);
+    if (this.bytes > this.maxBytes) {
+      throw new BadRequestError(
+        `The batch's answer would be larger than ${this.maxBytes} bytes (limits.maxExpandBytes + batch.maxBodySize) with this request's record. ` +
+          'Send fewer requests in one batch, or ask for fewer fields or expansions in each.',
+        'batch_answer_too_large',
+      );
+    }
+    this.parts.push(part);
+  }
+
+  /** The JSON array of every result added. */
+  finish(): Buffer {
+    const pieces: Buffer[] = [OPEN_BRACKET];
+    for (const [index, part] of this.parts.entries()) {
+      if (index > 0) pieces.push(COMMA);
+      pieces.push(part);
+    }
+    pieces.push(CLOSE_BRACKET);
+    return Buffer.concat(pieces, this.bytes);
+  }
+}
+
+const OPEN_BRACKET = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE_BRACKET = Buffer.from(']');
+
+async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; request: BatchRequest; budget: ExpandBudget }): Promise<BatchResult> {
+  const { unit, request, budget } = step;
   const { service, presenter } = options;
   const collection = service.collection(request.collection);
   const shape = parseResponseShape({ fields: request.query.fields, expand: request.query.expand });
@@ -104,7 +232,7 @@ async function runRequest(options: RunBatchOptions, unit: WriteUnit, request: Ba
     const id = request.action === 'update' ? request.id! : String(request.body.id);
     record = await service.update(collection, id, input, caller('PATCH'), context);
   }
-  const [body] = await presenter.present({ collection, records: [record], caller: caller('GET'), shape, store: unit.store });
+  const [body] = await presenter.present({ collection, records: [record], caller: caller('GET'), shape, store: unit.store, budget });
   return { status: 200, body: body! };
 }
 
@@ -114,9 +242,10 @@ async function upsertTargetExists(service: RecordService, unit: WriteUnit, colle
   return (await unit.store.selectById({ collection, id })) !== undefined;
 }
 
-/** The batch's failure, naming the request and carrying its own error body. */
-function describeFailure(index: number, err: unknown, logger: Logger): BatchError {
-  if (err instanceof BatchError && err.code === 'batch_failed' && Object.keys(err.data).length === 0) return err; // the timeout
+/** The batch's failure, naming the request and carrying its own error body (or the timeout, whatever the request met once the time was up). */
+function describeFailure(options: { index: number; err: unknown; deadline: BatchDeadline; logger: Logger }): BatchError {
+  const { index, err, logger } = options;
+  if (options.deadline.expired) return options.deadline.error();
   let inner: RecordbaseError;
   if (err instanceof RecordbaseError) inner = err;
   else {
