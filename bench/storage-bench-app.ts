@@ -38,7 +38,8 @@ const records = createRecordsRouter({
   storage,
   fileTokenSecret: FILE_TOKEN_SECRET,
   fileSweep: false,
-  limits: { maxFileSize: 6 * 1024 * 1024, maxBodySize: 8 * 1024 * 1024 },
+  // One load process, one address: the per-client shares of the pool lifted (docs/limits.md).
+  limits: { maxFileSize: 6 * 1024 * 1024, maxBodySize: 8 * 1024 * 1024, maxConnectionsPerClient: 1_000, maxWaitingPerClient: 100_000 },
 });
 const app = express();
 app.use('/backend', records);

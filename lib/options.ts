@@ -9,6 +9,7 @@ import { DEFAULT_THUMBNAIL_LIMITS } from './files/thumbnail-cache.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
 import type { BatchSettings } from './http/batch-routes.js';
+import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/bound-statements.js';
 import { DEFAULT_EXPAND_LIMITS } from './records/expand-records.js';
 import type { RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
@@ -45,7 +46,8 @@ export interface Limits {
   maxThumbnailsPerFile: number;
   /**
    * Longest a database statement of a request may run, in milliseconds; past it the statement is
-   * cancelled and the request answers 400 `statement_timeout`. Default 5000.
+   * cancelled and the request answers 400 `statement_timeout`. Default 5000; 250 on the embedded
+   * engine on disk, where a statement holds every client and stopping it restarts the engine.
    */
   statementTimeoutMs: number;
   /**
@@ -53,6 +55,17 @@ export interface Limits {
    * database does not answer); past it the request answers 503. Default 3000.
    */
   acquireTimeoutMs: number;
+  /**
+   * Database connections one client (one address, `req.ip`) may hold at once; its other requests
+   * wait their turn behind other clients'. Default: half the pool's `max`, at least 1 (the
+   * embedded engine: 1, its one connection).
+   */
+  maxConnectionsPerClient?: number;
+  /**
+   * Requests of one client that may wait for a database connection; one more is a 503
+   * `database_busy` at once. Default 32.
+   */
+  maxWaitingPerClient: number;
 }
 
 /** The options of `createRecordsRouter` (docs/configuration.md). */
@@ -235,8 +248,10 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
       maxThumbnailQueue: checkPositiveInteger('limits.maxThumbnailQueue', limits.maxThumbnailQueue ?? DEFAULT_THUMBNAIL_LIMITS.maxQueue),
       maxThumbnailPixels: checkPositiveInteger('limits.maxThumbnailPixels', limits.maxThumbnailPixels ?? DEFAULT_THUMBNAIL_LIMITS.maxPixels),
       maxThumbnailsPerFile: checkPositiveInteger('limits.maxThumbnailsPerFile', limits.maxThumbnailsPerFile ?? DEFAULT_THUMBNAIL_LIMITS.maxStoredPerFile),
-      statementTimeoutMs: checkDuration('limits.statementTimeoutMs', limits.statementTimeoutMs ?? 5000),
+      statementTimeoutMs: checkDuration('limits.statementTimeoutMs', limits.statementTimeoutMs ?? defaultStatementTimeoutMs(options.database)),
       acquireTimeoutMs: checkDuration('limits.acquireTimeoutMs', limits.acquireTimeoutMs ?? 3000),
+      maxConnectionsPerClient: limits.maxConnectionsPerClient === undefined ? undefined : checkPositiveInteger('limits.maxConnectionsPerClient', limits.maxConnectionsPerClient),
+      maxWaitingPerClient: checkPositiveInteger('limits.maxWaitingPerClient', limits.maxWaitingPerClient ?? DEFAULT_MAX_WAITING_PER_CLIENT),
     },
   };
 }

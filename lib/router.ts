@@ -5,6 +5,7 @@ import { UnavailableError } from './errors.js';
 import { installStatementBounds } from './db/bound-statements.js';
 import { checkDatabaseConnection } from './db/check-database-connection.js';
 import { ClientGone } from './db/database-context.js';
+import { clientKeyOfAddress } from './db/fair-gate.js';
 import { setRequestDatabaseContext } from './http/request-database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
@@ -19,6 +20,7 @@ import { HEALTH_ROUTE, isApiPath, unservedPathError } from './http/api-fallback-
 import { createBatchRoutes } from './http/batch-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
+import type { Logger } from './http/logger.js';
 import { createFilesRoutes } from './http/files-routes.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
@@ -76,7 +78,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), {
       log: { warn: (message: unknown) => logger.warn(`database: ${String(message)}`), error: (message: unknown) => logger.error(`database: ${String(message)}`), deprecate: () => undefined, debug: () => undefined },
     });
-    installStatementBounds(database);
+    installStatementBounds(database, { maxConnectionsPerClient: resolved.limits.maxConnectionsPerClient, maxWaitingPerClient: resolved.limits.maxWaitingPerClient });
     await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false });
     const fileTokens = createFileTokens({
       secret: await loadFileTokenSecret({
@@ -193,7 +195,8 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
     }
     serve(req, res, next);
   };
-  const serve = (req: Request, res: Response, next: NextFunction) => dispatch({ routes: routes!, limits: resolved.limits, errorMiddleware }, req, res, next);
+  const noticeProxy = createProxyNotice(logger);
+  const serve = (req: Request, res: Response, next: NextFunction) => dispatch({ routes: routes!, limits: resolved.limits, errorMiddleware, noticeProxy }, req, res, next);
   const router = express.Router() as RecordsRouter;
   // Once ready, no await (and no promise) per request.
   router.use((req, res, next) => (started ? serve(req, res, next) : void serveWhenReady(req, res, next)));
@@ -215,15 +218,34 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 }
 
 /**
+ * Warns once when requests come through a proxy (they carry `X-Forwarded-For`) that Express does
+ * not trust: `req.ip` is then the proxy's address for every client, and the per-client shares
+ * of the database (and other per-address limits) are one share for everyone.
+ */
+function createProxyNotice(logger: Logger): (req: Request) => void {
+  let warned = false;
+  return (req) => {
+    if (warned || req.headers['x-forwarded-for'] === undefined) return;
+    const trusts = req.app.get('trust proxy fn') as ((address: string | undefined, hop: number) => boolean) | undefined;
+    if (trusts?.(req.socket.remoteAddress, 0)) return;
+    warned = true;
+    logger.warn(
+      `requests arrive through a proxy (X-Forwarded-For) that Express does not trust, so every client has the proxy's address ${req.socket.remoteAddress ?? ''} and shares one client's part of the database; set app.set('trust proxy', ...) on the host app (docs/limits.md, "A fair share per client")`,
+    );
+  };
+}
+
+/**
  * Answers one request: the route the table finds gets a database context
  * (lib/db/database-context.ts, request-database-context.ts), which its handlers pass to the
  * record service, so its statements are bounded by the limits and cancelled once the client has
- * gone (the response closed before it was finished). A path under `/api/` that no route serves
- * is the JSON 404 (OPTIONS: the methods served there); any other path goes on to the host's
- * next handler, whose own statements recordbase leaves alone.
+ * gone (the response closed before it was finished), and take turns with other clients' (the
+ * client is the request's address, `req.ip`, which honours the host's `trust proxy`). A path
+ * under `/api/` that no route serves is the JSON 404 (OPTIONS: the methods served there); any
+ * other path goes on to the host's next handler, whose own statements recordbase leaves alone.
  */
 function dispatch(
-  options: { routes: RouteTable; limits: Limits; errorMiddleware: ErrorRequestHandler },
+  options: { routes: RouteTable; limits: Limits; errorMiddleware: ErrorRequestHandler; noticeProxy: (req: Request) => void },
   req: Request,
   res: Response,
   next: NextFunction,
@@ -257,7 +279,8 @@ function dispatch(
   res.once('close', () => {
     if (!res.writableFinished) gone.abort();
   });
-  setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone });
+  options.noticeProxy(req);
+  setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip) });
   const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
   runHandlers(match.route.handlers, req, res, done);
 }

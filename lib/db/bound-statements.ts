@@ -1,15 +1,17 @@
 import type { Knex } from 'knex';
 import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
 import type { DatabaseContext } from './database-context.js';
+import { FairGate, type GateRefusal, type GateTicket } from './fair-gate.js';
 
 /** Why a statement did not run to its end (see `StatementInterruptedError`). */
-export type InterruptionReason = 'timeout' | 'aborted' | 'unresponsive' | 'busy';
+export type InterruptionReason = 'timeout' | 'aborted' | 'unresponsive' | 'busy' | 'queue_full';
 
 /**
  * A statement that recordbase stopped, or never started: over the statement timeout (`timeout`),
  * abandoned by its client (`aborted`), sent to a database that did not even answer the cancel
- * (`unresponsive`), or never given a connection within the acquire timeout (`busy`).
- * translateDatabaseError turns it into the client's error.
+ * (`unresponsive`), never given a connection within the acquire timeout (`busy`), or refused
+ * because too many units of its client, or of all clients, already wait for one (`queue_full`,
+ * a QueueFullError). translateDatabaseError turns it into the client's error.
  */
 export class StatementInterruptedError extends Error {
   constructor(
@@ -29,8 +31,57 @@ export class StatementInterruptedError extends Error {
 }
 
 /**
+ * A unit of work refused at the fair gate without waiting: its client already has
+ * `maxWaitingPerClient` units waiting for a connection, or all clients together MAX_WAITING.
+ */
+export class QueueFullError extends StatementInterruptedError {
+  /** What the client is told (kept apart from `message`, which Knex may prefix with a statement). */
+  readonly clientMessage: string;
+
+  constructor(readonly refusal: GateRefusal) {
+    super('queue_full', undefined, false);
+    this.name = 'QueueFullError';
+    this.clientMessage =
+      refusal.refused === 'client'
+        ? `The database is busy: ${refusal.limit} requests from this client already wait for a connection (limits.maxWaitingPerClient). Try again later.`
+        : `The database is busy: ${refusal.limit} requests already wait for a connection. Try again later.`;
+  }
+}
+
+/** Statement timeout of the embedded engine on disk when `limits.statementTimeoutMs` is not given (see defaultStatementTimeoutMs). */
+export const EMBEDDED_STATEMENT_TIMEOUT_MS = 250;
+/** Statement timeout on Postgres (and the in-memory engine) when `limits.statementTimeoutMs` is not given. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * The statement timeout when the host sets none, by engine (`database` as the router gets it;
+ * absent, the router opens the embedded engine on disk). The embedded engine runs one statement
+ * at a time for everyone and stops one by restarting its worker, so its timeout is how long one
+ * client can keep every other client waiting, plus that restart: short enough that another
+ * client's cheap read still answers within a second (docs/limits.md). In memory a statement
+ * cannot be stopped at all, so a short timeout would only fail requests: it keeps Postgres's.
+ */
+export function defaultStatementTimeoutMs(database: Knex | undefined): number {
+  if (database === undefined) return EMBEDDED_STATEMENT_TIMEOUT_MS;
+  return (database.client as BoundableClient).stopsStatementsByRestart === true ? EMBEDDED_STATEMENT_TIMEOUT_MS : DEFAULT_STATEMENT_TIMEOUT_MS;
+}
+
+/** Units of one client that may wait for a connection when `limits.maxWaitingPerClient` is not given. */
+export const DEFAULT_MAX_WAITING_PER_CLIENT = 32;
+/** Units of all clients together that may wait for a connection of one pool. */
+export const MAX_WAITING = 1_000;
+
+/** How a pool is shared among clients (DatabaseContext.client); the router passes its limits. */
+export interface FairnessLimits {
+  /** Connections one client's work may hold at once. Default: half the pool's `max`, at least 1. */
+  maxConnectionsPerClient?: number;
+  /** Units of one client that may wait for a connection; one more is refused at once. Default DEFAULT_MAX_WAITING_PER_CLIENT. */
+  maxWaitingPerClient?: number;
+}
+
+/**
  * A statement whose client left is cancelled once it has run this long. Shorter ones finish: for
- * the embedded engine a cancel restarts its worker (about half a second), dearer than a short
+ * the embedded engine a cancel restarts its worker (a few tenths of a second), dearer than a short
  * statement; on Postgres it costs a connection to the server.
  */
 export const ABANDONED_STATEMENT_GRACE_MS = 500;
@@ -55,13 +106,32 @@ interface BoundableClient {
   driver?: { Connection?: ProtocolConnectionClass } | null;
   /** The embedded client's cancel (embedded-knex-client.ts): false when the statement cannot be stopped. */
   cancelStatement?(connection: unknown, reason: Error): Promise<boolean>;
+  /** Set by the embedded client on disk: stopping a statement restarts the engine for everyone. */
+  stopsStatementsByRestart?: boolean;
+  /** The embedded client's restart after a stopped statement, while it is under way. */
+  whenRestarted?(): Promise<unknown> | undefined;
+  /** Knex's pool (tarn), shared by the client's copies; `max` is its size. */
+  pool?: { max?: unknown } | null;
+  config?: { pool?: { max?: unknown } };
   [installed]?: true;
   /** Set on the client of a `boundedKnex`: every connection it acquires is bound to this context. */
   [clientContext]?: DatabaseContext;
+  /** The pool's own acquire, without the bounds: what acquireWithin bounds by its context, once. */
+  [acquireUnbounded]?(): Promise<unknown>;
 }
 
 const installed = Symbol('recordbase.statementBounds');
 const clientContext = Symbol('recordbase.clientContext');
+const acquireUnbounded = Symbol('recordbase.acquireUnbounded');
+
+/**
+ * The fair gate in front of each pool whose client has the bounds installed, keyed by the pool
+ * itself: Knex's copies of a client (a boundedKnex, withUserParams) share it.
+ */
+const gates = new WeakMap<object, FairGate>();
+
+/** The gate ticket a held connection's unit holds: given back when the connection is released. */
+const connectionTickets = new WeakMap<object, GateTicket>();
 
 /**
  * The context each held connection's statements run under: set when a unit of work acquires
@@ -91,15 +161,33 @@ const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
  * sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex client;
  * it adds no round trip: a timer per statement, and a cancel only when one is due.
  *
+ * A context with a `client` key also passes a fair gate (fair-gate.ts) before it takes a pooled
+ * connection: clients take turns, each holds at most `maxConnectionsPerClient` connections, and
+ * waits in a queue of at most `maxWaitingPerClient` units (MAX_WAITING for all clients). On the
+ * embedded engine (one connection) the turns are the whole fairness. `fairness` is that of the
+ * first router to install the bounds on a Knex that several share.
+ *
  * How a statement is stopped depends on the engine: on Postgres, a protocol cancel request
  * (cancel-postgres-statement.ts), and if the statement has not ended
  * CANCEL_GRACE_MS later its connection is dropped and the caller gets `unresponsive`; on the
  * embedded engine, the worker is terminated (on disk) or the caller is answered while the
  * statement runs on (in memory).
  */
-export function installStatementBounds(db: Knex): void {
+export function installStatementBounds(db: Knex, fairness: FairnessLimits = {}): void {
   const client = db.client as unknown as BoundableClient;
   if (client[installed]) return;
+  if (isConnectionObject(client.pool)) {
+    const capacity = poolSizeOf(client);
+    gates.set(
+      client.pool,
+      new FairGate({
+        capacity,
+        maxHeldPerClient: fairness.maxConnectionsPerClient ?? Math.max(1, Math.floor(capacity / 2)),
+        maxWaitingPerClient: fairness.maxWaitingPerClient ?? DEFAULT_MAX_WAITING_PER_CLIENT,
+        maxWaiting: MAX_WAITING,
+      }),
+    );
+  }
   // A subclass of the client's own class, made this client's prototype: Knex builds each
   // transaction's client (and a withUserParams clone's) from `client.constructor.prototype`, so
   // methods set on the instance alone would miss every statement inside a transaction. Other
@@ -110,6 +198,11 @@ export function installStatementBounds(db: Knex): void {
   const release = Base.prototype.releaseConnection;
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
+      const restarted = isConnectionObject(connection) ? restartedConnections.get(connection) : undefined;
+      if (restarted !== undefined) {
+        if (!ROLLBACK.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(restarted);
+        return Promise.resolve(Object.assign(obj as object, { response: { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] } }));
+      }
       const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
       if (context === undefined) return runStatement.call(this, connection, obj);
       // A client that has gone gets no new statement, but one that ends a transaction.
@@ -123,13 +216,44 @@ export function installStatementBounds(db: Knex): void {
       return acquireBounded(this, context, () => acquire.call(this));
     }
 
+    override [acquireUnbounded](): Promise<unknown> {
+      return acquire.call(this);
+    }
+
     override releaseConnection(connection: unknown): Promise<unknown> {
-      if (isConnectionObject(connection)) connectionContexts.delete(connection);
-      return release.call(this, connection);
+      if (!isConnectionObject(connection)) return release.call(this, connection);
+      connectionContexts.delete(connection);
+      const ticket = connectionTickets.get(connection);
+      if (ticket === undefined) return release.call(this, connection);
+      connectionTickets.delete(connection);
+      // The pool has the connection back before the next client's unit is let through to take it.
+      const released = release.call(this, connection);
+      // A unit whose statement was stopped by restarting the embedded engine keeps its turn until
+      // the engine is back: the next client then waits for the rest of the restart only if it
+      // came during it, never for a restart and the next slow statement of the same client.
+      const restarting = this.whenRestarted?.();
+      if (restarting === undefined) ticket.leave();
+      else
+        void restarting.then(
+          () => ticket.leave(),
+          () => ticket.leave(),
+        );
+      return released;
     }
   }
   Object.setPrototypeOf(client, BoundClient.prototype);
   client[installed] = true;
+}
+
+/** The size of the client's pool: tarn's `max`, else the configured one, else Knex's default (10). */
+function poolSizeOf(client: BoundableClient): number {
+  const max = client.pool?.max ?? client.config?.pool?.max;
+  return typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? max : 10;
+}
+
+/** The fair gate of `client`'s pool, if its bounds are installed. */
+function gateOf(client: BoundableClient): FairGate | undefined {
+  return isConnectionObject(client.pool) ? gates.get(client.pool) : undefined;
 }
 
 /** The context `connection`'s statements run under now, if a unit of work holds it within one. */
@@ -146,7 +270,9 @@ export function contextOfConnection(connection: object): DatabaseContext | undef
 export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseContext | undefined): Promise<unknown> {
   const client = db.client as unknown as BoundableClient;
   if (context === undefined || client.transacting) return client.acquireConnection();
-  return acquireBounded(client, context, () => client.acquireConnection());
+  // Not the client's acquireConnection: a boundedKnex's would bound (and gate) the unit a second time under its own context.
+  const unbounded = client[acquireUnbounded];
+  return acquireBounded(client, context, () => (unbounded ? unbounded.call(client) : client.acquireConnection()));
 }
 
 /**
@@ -184,6 +310,17 @@ export function boundedKnex(db: Knex, context: DatabaseContext): Knex {
  */
 const cancelledConnections = new WeakMap<object, StatementInterruptedError>();
 const QUERY_CANCELED = '57014';
+
+/**
+ * Embedded connections whose worker was terminated to stop a statement, and why. The session is
+ * gone, and the transaction it held with it (rolled back when the next worker recovers): a
+ * ROLLBACK that Knex sends after the failed statement succeeds at once, any other statement
+ * fails with that reason. Sent, the ROLLBACK would fail with a connection error, which Knex
+ * reports instead of the transaction's own error (a statement timeout would reach the client
+ * as "unavailable").
+ */
+const restartedConnections = new WeakMap<object, StatementInterruptedError>();
+const ROLLBACK = /^\s*rollback\b/i;
 
 /**
  * `running` (a statement sent on `connection`), bounded by `context`: one promise and one timer
@@ -251,7 +388,11 @@ function strayCancel(connection: unknown, error: unknown): StatementInterruptedE
 
 /** Cancels what `connection` runs; resolves false when the engine cannot stop a statement. */
 async function cancelRunning(client: BoundableClient, connection: unknown, reason: StatementInterruptedError): Promise<boolean> {
-  if (client.cancelStatement) return client.cancelStatement(connection, reason).catch(() => true);
+  if (client.cancelStatement) {
+    // Marked before the worker goes: the failed statement's ROLLBACK follows at once.
+    if (client.stopsStatementsByRestart && isConnectionObject(connection)) restartedConnections.set(connection, reason);
+    return client.cancelStatement(connection, reason).catch(() => true);
+  }
   const Connection = client.driver?.Connection;
   if (Connection && isPostgresClient(connection)) {
     // The pool discards the connection afterwards: a cancel that lands late must find no other request there.
@@ -284,41 +425,70 @@ function dropConnection(connection: unknown, reason: Error): void {
 
 /**
  * Acquires a pooled connection and binds it to `context`, or gives up after `acquireTimeoutMs`
- * (or when the client leaves) with `busy` (`aborted`). The pool's own request cannot be
- * withdrawn: when it is served later, the connection goes straight back.
+ * (or when the client leaves) with `busy` (`aborted`). A context with a client key first waits
+ * for its turn at the pool's fair gate (refused at once with a QueueFullError when its queue is
+ * full); the acquire timeout bounds both waits together. The pool's own request cannot be
+ * withdrawn: when it is served later, the connection goes straight back (and the turn with it).
  */
 function acquireBounded(client: BoundableClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
   if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
-  const pending = acquire();
+  const gate = context.client === undefined ? undefined : gateOf(client);
   return new Promise((resolve, reject) => {
     let settled = false;
+    let pending: Promise<unknown> | undefined;
+    let ticket: GateTicket | undefined;
     const giveUp = (error: StatementInterruptedError) => {
       if (settled) return;
       settled = true;
       cleanup();
-      pending.then((connection) => client.releaseConnection(connection), () => undefined);
+      if (pending === undefined) ticket?.leave();
+      else
+        pending
+          .then((connection) => client.releaseConnection(connection))
+          .then(
+            () => ticket?.leave(),
+            () => ticket?.leave(),
+          );
       reject(error);
     };
+    const take = () => {
+      if (settled) return;
+      pending = acquire();
+      pending.then(
+        (connection) => {
+          if (settled) return;
+          settled = true;
+          cleanup();
+          if (isConnectionObject(connection)) {
+            connectionContexts.set(connection, context);
+            if (ticket !== undefined) connectionTickets.set(connection, ticket);
+          } else ticket?.leave();
+          resolve(connection);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          cleanup();
+          ticket?.leave();
+          reject(error);
+        },
+      );
+    };
+    if (gate !== undefined) {
+      const entry = gate.enter(context.client!, take);
+      if ('refused' in entry) {
+        settled = true;
+        reject(new QueueFullError(entry));
+        return;
+      }
+      ticket = entry;
+    }
     const timer = setTimeout(() => giveUp(new StatementInterruptedError('busy', context.acquireTimeoutMs, false)), context.acquireTimeoutMs);
     const stopListening = context.signal?.listen(() => giveUp(new StatementInterruptedError('aborted', undefined, false)));
     const cleanup = () => {
       clearTimeout(timer);
       stopListening?.();
     };
-    pending.then(
-      (connection) => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        if (isConnectionObject(connection)) connectionContexts.set(connection, context);
-        resolve(connection);
-      },
-      (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        reject(error);
-      },
-    );
+    if (ticket === undefined || ticket.granted) take();
   });
 }

@@ -12,6 +12,13 @@ export interface DatabaseContext {
   acquireTimeoutMs: number;
   /** Raised when nobody waits for the answer any more (the client left): running statements are cancelled, new ones refused. */
   signal?: ClientGone;
+  /**
+   * Who the work is for, as the pool's fairness sees it (a request's address; realtime's own
+   * keys): units of one client take turns with other clients' and hold at most
+   * `maxConnectionsPerClient` connections (lib/db/fair-gate.ts; absent: not gated). Work that
+   * holds a connection must not wait for a second one under the same key: it could wait for itself.
+   */
+  client?: string;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type { Worker } from 'node:worker_threads';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { DataDirLock } from './data-dir-lock.js';
@@ -19,31 +20,95 @@ export interface EmbeddedClientOptions {
 type EmbeddedConnection = pg.Client & { __knex__disposed?: unknown };
 
 /**
+ * What every copy of one embedded client shares. Knex copies a client for each transaction (from
+ * its prototype, without its own fields) and for `withUserParams`, and every copy keeps its
+ * `config`: the state lives here, found through `config.embedded`, so that a statement inside a
+ * transaction is stopped like any other.
+ */
+class EmbeddedEngine {
+  readonly sessions = new WeakMap<object, EmbeddedSession>();
+  /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
+  lost: Error | undefined;
+  /** Channels every connection LISTENs on, and who hears their notifications (realtime, lib/realtime/change-listener.ts). */
+  readonly channels = new Set<string>();
+  readonly notificationHandlers = new Set<(channel: string, payload: string) => void>();
+  /**
+   * The session that replaces one whose statement was stopped: opened at once, taken by the pool
+   * for its next connection. Until it is open, the unit whose statement was stopped keeps its turn
+   * (bound-statements.ts, `whenRestarted`): the restart is charged to it, not to the next client.
+   */
+  replacement: Promise<EmbeddedSession> | undefined;
+  /** Resolves once the last worker that opened the folder has exited: a new one waits for it. */
+  lastExit: Promise<void> = Promise.resolve();
+  /** A worker started ahead for the next restart, once the engine has been restarted (one that never is keeps no spare thread). */
+  spare: Promise<Worker> | undefined;
+  closed = false;
+
+  constructor(
+    readonly directory: string | undefined,
+    readonly lock: DataDirLock | undefined,
+  ) {}
+
+  /**
+   * Opens a worker (a new PGlite session) once the previous one has exited: on disk, two workers
+   * must never have the folder open together (one running on while its replacement recovers).
+   * A restart (`restarting`) opens on the spare worker if there is one, and starts the next spare.
+   */
+  async openSession(options: { restarting?: boolean } = {}): Promise<EmbeddedSession> {
+    if (this.directory === undefined) return EmbeddedSession.start({});
+    await this.lastExit;
+    const spare = await this.spare?.catch(() => undefined);
+    this.spare = undefined;
+    const session = await EmbeddedSession.start({ directory: this.directory, spare });
+    this.lastExit = session.exited;
+    if (options.restarting && !this.closed) {
+      this.spare = EmbeddedSession.startSpare();
+      this.spare.catch(() => undefined);
+    }
+    return session;
+  }
+
+  /** Stops the spare worker, if one was started. */
+  async stopSpare(): Promise<void> {
+    const spare = this.spare;
+    this.spare = undefined;
+    await spare?.then((worker) => worker.terminate(), () => undefined);
+  }
+}
+
+const engines = new WeakMap<EmbeddedClientOptions, EmbeddedEngine>();
+
+/**
  * A Knex client for the embedded engine: Knex's Postgres client, whose node-postgres connection
  * talks to PGlite in a worker thread (embedded-session.ts) over the wire protocol instead of a
  * socket. So statements, type parsing and errors are those of a Postgres server, and the event
  * loop never runs a statement. PGlite is one session, so the pool holds exactly one connection
- * and statements (and transactions) take turns; the queue is Knex's pool, which bounds the wait.
+ * and statements (and transactions) take turns: clients' turns are shared by the fair gate in
+ * front of the pool (bound-statements.ts, fair-gate.ts), and Knex's pool bounds the wait.
  *
  * A statement cannot be interrupted inside PGlite (it ignores statement_timeout); what can stop
  * it is terminating its worker (`cancelStatement`). On disk that is safe, a crash Postgres
- * recovers from on the next open; the pool then starts a fresh worker. In memory it would lose
- * the database, so there a statement runs to its end.
+ * recovers from on the next open; a fresh worker opens the folder at once. In memory it would
+ * lose the database, so there a statement runs to its end.
  */
 export class EmbeddedKnexClient extends ClientPg {
-  private readonly directory: string | undefined;
-  private readonly lock: DataDirLock | undefined;
-  private readonly sessions = new WeakMap<object, EmbeddedSession>();
-  /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
-  private lost: Error | undefined;
-  /** Channels every connection LISTENs on, and who hears their notifications (realtime, lib/realtime/change-listener.ts). */
-  private readonly channels = new Set<string>();
-  private readonly notificationHandlers = new Set<(channel: string, payload: string) => void>();
-
   constructor(config: Knex.Config & { embedded: EmbeddedClientOptions }) {
     super({ ...config, client: 'pg', connection: {}, pool: { min: 1, max: 1 } });
-    this.directory = config.embedded.directory;
-    this.lock = config.embedded.lock;
+    engines.set(config.embedded, new EmbeddedEngine(config.embedded.directory, config.embedded.lock));
+  }
+
+  /** The state this client shares with its copies (see EmbeddedEngine). */
+  private get engine(): EmbeddedEngine {
+    return engines.get((this.config as { embedded: EmbeddedClientOptions }).embedded)!;
+  }
+
+  /**
+   * Whether stopping a statement restarts the engine (on disk: the worker is terminated and the
+   * folder opened again), which every client waits for; in memory a statement cannot be stopped.
+   * Read by bound-statements.ts (defaultStatementTimeoutMs).
+   */
+  get stopsStatementsByRestart(): boolean {
+    return this.engine.directory !== undefined;
   }
 
   /**
@@ -54,26 +119,29 @@ export class EmbeddedKnexClient extends ClientPg {
     return pg;
   }
 
-  /** Opens a worker (a new PGlite session) and connects node-postgres to it. */
+  /** Opens a worker (a new PGlite session, or the one opened after a stopped statement) and connects node-postgres to it. */
   async _acquireOnlyConnection(): Promise<EmbeddedConnection> {
-    if (this.lost) throw this.lost;
-    const session = await EmbeddedSession.start({ directory: this.directory });
-    if (this.directory === undefined) {
-      session.onFailure((reason) => (this.lost ??= new Error(`the in-memory embedded database is lost: ${reason.message}`)));
+    const engine = this.engine;
+    if (engine.lost) throw engine.lost;
+    const replacement = engine.replacement;
+    engine.replacement = undefined;
+    const session = await (replacement ?? engine.openSession());
+    if (engine.directory === undefined) {
+      session.onFailure((reason) => (engine.lost ??= new Error(`the in-memory embedded database is lost: ${reason.message}`)));
     }
     const connection: EmbeddedConnection = new pg.Client({ stream: () => session.openStream() as never, user: 'postgres', database: 'postgres' });
     // As Knex's own Postgres client does: a broken connection is marked, and the pool drops it.
     connection.on('error', (error) => (connection.__knex__disposed = error));
     connection.on('end', () => (connection.__knex__disposed ??= 'Connection ended unexpectedly'));
-    this.sessions.set(connection, session);
+    engine.sessions.set(connection, session);
     // The embedded engine's only session is the pool's one connection: it LISTENs itself, and
     // Postgres delivers a session's own notifications to it once the transaction commits.
     connection.on('notification', (message) => {
-      for (const handler of this.notificationHandlers) handler(message.channel, message.payload ?? '');
+      for (const handler of engine.notificationHandlers) handler(message.channel, message.payload ?? '');
     });
     try {
       await connection.connect();
-      for (const channel of this.channels) await connection.query(`LISTEN "${channel}"`);
+      for (const channel of engine.channels) await connection.query(`LISTEN "${channel}"`);
     } catch (error) {
       await session.terminate(error as Error);
       throw error;
@@ -90,9 +158,10 @@ export class EmbeddedKnexClient extends ClientPg {
     for (const channel of channels) {
       if (!/^[a-z0-9_]+$/.test(channel)) throw new Error(`recordbase: refusing to LISTEN on ${JSON.stringify(channel)}`);
     }
-    this.notificationHandlers.add(handler);
-    const added = channels.filter((channel) => !this.channels.has(channel));
-    for (const channel of added) this.channels.add(channel);
+    const engine = this.engine;
+    engine.notificationHandlers.add(handler);
+    const added = channels.filter((channel) => !engine.channels.has(channel));
+    for (const channel of added) engine.channels.add(channel);
     const connection = (await this.acquireConnection()) as EmbeddedConnection;
     try {
       for (const channel of added) await connection.query(`LISTEN "${channel}"`);
@@ -100,36 +169,60 @@ export class EmbeddedKnexClient extends ClientPg {
       await this.releaseConnection(connection);
     }
     return async () => {
-      this.notificationHandlers.delete(handler);
-      for (const channel of added) this.channels.delete(channel);
+      engine.notificationHandlers.delete(handler);
+      for (const channel of added) engine.channels.delete(channel);
     };
   }
 
   override async destroyRawConnection(connection: EmbeddedConnection): Promise<void> {
-    const session = this.sessions.get(connection);
-    if (this.directory === undefined && session?.failure === undefined) this.lost ??= new Error('the in-memory embedded database was closed');
+    const engine = this.engine;
+    const session = engine.sessions.get(connection);
+    if (engine.directory === undefined && session?.failure === undefined) engine.lost ??= new Error('the in-memory embedded database was closed');
     await connection.end().catch(() => undefined);
     await session?.close();
   }
 
   /**
    * Stops the statement running on `connection`, if it can: on disk by terminating the worker
-   * (the statement fails, the pool replaces the connection); in memory it cannot, and says so
-   * with false.
+   * (the statement fails, the pool replaces the connection with a worker opened at once); in
+   * memory it cannot, and says so with false.
    */
   async cancelStatement(connection: EmbeddedConnection, reason: Error): Promise<boolean> {
-    const session = this.sessions.get(connection);
-    if (this.directory === undefined || session === undefined) return false;
-    await session.terminate(reason);
+    const engine = this.engine;
+    const session = engine.sessions.get(connection);
+    if (engine.directory === undefined || session === undefined) return false;
+    // Set before the first await: the unit whose statement this was releases its connection as
+    // soon as the statement fails, and must find the restart under way (whenRestarted).
+    const replacement = session.terminate(reason).then(() => engine.openSession({ restarting: true }));
+    engine.replacement = replacement;
+    // Nobody may be waiting for it when it fails: the pool's next connection reports the failure.
+    replacement.catch(() => undefined);
+    await session.exited;
     return true;
   }
 
-  /** Closes the pool (and so the worker), then releases the folder's lock. */
+  /**
+   * While a stopped statement's worker is being replaced, resolves once the replacement is open
+   * (or failed to open); undefined otherwise. bound-statements.ts holds the stopped unit's turn
+   * until then.
+   */
+  whenRestarted(): Promise<unknown> | undefined {
+    return this.engine.replacement;
+  }
+
+  /** Closes the pool (and so the worker, and one opened to replace it), then releases the folder's lock. */
   override async destroy(callback?: (error?: unknown) => void): Promise<void> {
+    const engine = this.engine;
+    engine.closed = true;
     try {
       await super.destroy(undefined);
+      const replacement = engine.replacement;
+      engine.replacement = undefined;
+      await replacement?.then((session) => session.close(), () => undefined);
+      await engine.stopSpare();
     } finally {
-      this.lock?.release();
+      await engine.lastExit;
+      engine.lock?.release();
     }
     callback?.();
   }

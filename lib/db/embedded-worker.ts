@@ -11,7 +11,9 @@
  * so the session can tell when the worker is idle. So the embedded engine goes through the same
  * driver, type parsers and errors as a Postgres server. Besides bytes: the worker first posts
  * `{ type: 'ready' }` (or `{ type: 'failed', message }`); `{ type: 'close' }` closes PGlite
- * cleanly once the statements before it are done, and is answered `{ type: 'closed' }`.
+ * cleanly once the statements before it are done, and is answered `{ type: 'closed' }`. A spare
+ * worker (`spare` in its data) loads, then waits for `{ type: 'open', directory }` before it
+ * opens the database: started ahead, it spares a restart the thread's own start-up.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
@@ -27,11 +29,19 @@ export interface EmbeddedAssets {
   fsBundle: Blob;
 }
 
-/** What the session passes as `workerData`: the folder of a database on disk (none for one in memory), and PGlite's assets if loaded. */
+/**
+ * What the session passes as `workerData`: the folder of a database on disk (none for one in
+ * memory), PGlite's assets if loaded, and `spare` for a worker that waits for its folder (an
+ * `open` command) instead.
+ */
 export interface EmbeddedWorkerData {
   directory?: string;
   assets?: EmbeddedAssets;
+  spare?: boolean;
 }
+
+/** The session's messages besides protocol bytes. */
+export type EmbeddedWorkerCommand = { type: 'open'; directory?: string } | { type: 'close' };
 
 /** The worker's messages besides protocol bytes. */
 export type EmbeddedWorkerEvent = { type: 'ready' } | { type: 'failed'; message: string } | { type: 'closed' };
@@ -40,14 +50,55 @@ export type EmbeddedWorkerEvent = { type: 'ready' } | { type: 'failed'; message:
 const PROTOCOL_3 = 196_608;
 /** Terminate ('X'): the client's goodbye. The session ends by closing the worker, not the PGlite session. */
 const TERMINATE = 0x58;
+/** ReadyForQuery ('Z'), the last message of every reply to a Sync or a simple Query; its status byte 'I' means idle, outside a transaction. */
+const READY_FOR_QUERY = 0x5a;
+const IDLE = 0x49;
+
+/**
+ * Settings added to PGlite's own start parameters. `shared_buffers`: PGlite's 128 MB are zeroed
+ * at every start (Emscripten's mmap), about a quarter of a second of each worker restart here
+ * (a restart is what a statement timeout costs every client); 32 MB start in half the time, and
+ * scans measured no slower (a scan of more than a quarter of the buffers reads through a small
+ * ring of them anyway, so large tables never lived in them).
+ */
+const START_SETTINGS = ['-c', 'shared_buffers=32MB'];
+
+/**
+ * How long the session must be idle before a database on disk is checkpointed. A standalone
+ * Postgres has no checkpointer: without this, the next restart (a statement timeout) replays
+ * every write since the engine opened, a second or more after a large import where a
+ * checkpointed folder opens in half a second. A checkpoint of what a second of writes left is
+ * tens of milliseconds, taken while nobody waits.
+ */
+const IDLE_CHECKPOINT_MS = 1_000;
+/** The simple-query message `CHECKPOINT`, sent through the protocol path the client's own statements take. */
+const CHECKPOINT_QUERY = (() => {
+  const sql = Buffer.from('CHECKPOINT\0');
+  const message = Buffer.alloc(5 + sql.length);
+  message[0] = 0x51;
+  message.writeInt32BE(4 + sql.length, 1);
+  sql.copy(message, 5);
+  return new Uint8Array(message);
+})();
 
 const port = parentPort;
 if (port === null) throw new Error('embedded-worker.js must be started as a worker thread');
-const { directory, assets } = (workerData ?? {}) as EmbeddedWorkerData;
+const data = (workerData ?? {}) as EmbeddedWorkerData;
+const assets = data.assets;
+const directory = data.spare ? (await nextCommand()).directory : data.directory;
 
+/** A spare's first command: the folder to open (anything else ends the spare). */
+async function nextCommand(): Promise<Extract<EmbeddedWorkerCommand, { type: 'open' }>> {
+  const command = await new Promise<EmbeddedWorkerCommand>((resolve) => port!.once('message', resolve));
+  if (command.type !== 'open') process.exit(0);
+  return command;
+}
+
+// PGlite's defaults (single-user mode and the rest) are replaced by `startParams`, not added to: extend them.
+const { defaultStartParams } = PGlite as unknown as { defaultStartParams?: string[] };
 let database: PGlite;
 try {
-  database = await PGlite.create(directory, { ...assets } as PGliteOptions);
+  database = await PGlite.create(directory, { ...assets, ...(defaultStartParams ? { startParams: [...defaultStartParams, ...START_SETTINGS] } : {}) } as PGliteOptions);
   port.postMessage({ type: 'ready' } satisfies EmbeddedWorkerEvent);
 } catch (error) {
   port.postMessage({ type: 'failed', message: error instanceof Error ? error.message : String(error) } satisfies EmbeddedWorkerEvent);
@@ -58,6 +109,9 @@ let received = Buffer.alloc(0);
 let startupSeen = false;
 /** Batches run one after the other, in the order they came. */
 let queue: Promise<void> = Promise.resolve();
+/** Whether statements ran since the last checkpoint, and the timer of the next idle one. */
+let ranSinceCheckpoint = false;
+let checkpointTimer: NodeJS.Timeout | undefined;
 
 /**
  * Splits `received` into the complete messages it holds (dropping Terminate) and the incomplete
@@ -98,12 +152,32 @@ async function runBatch(batch: Buffer): Promise<void> {
     await database.execProtocolRawStream(new Uint8Array(batch.buffer, batch.byteOffset, batch.byteLength), { onRawData: (data) => void replies.push(Buffer.from(data)) });
   }
   const reply = Buffer.concat(replies);
+  if (batch.length > 0) ranSinceCheckpoint = true;
+  // Cleared after every batch, set again only when the session is idle: never inside a transaction.
+  clearTimeout(checkpointTimer);
+  checkpointTimer = directory !== undefined && ranSinceCheckpoint && endsIdle(reply) ? setTimeout(checkpointWhileIdle, IDLE_CHECKPOINT_MS) : undefined;
   const bytes = reply.buffer.slice(reply.byteOffset, reply.byteOffset + reply.byteLength);
   port!.postMessage(bytes, [bytes]);
 }
 
-port.on('message', (message: ArrayBuffer | { type: 'close' }) => {
+/** Whether `reply` ends with ReadyForQuery saying idle: no transaction is open, a checkpoint may run between statements. */
+function endsIdle(reply: Buffer): boolean {
+  const at = reply.length - 6;
+  return at >= 0 && reply[at] === READY_FOR_QUERY && reply.readInt32BE(at + 1) === 5 && reply[at + 5] === IDLE;
+}
+
+/** Checkpoints after IDLE_CHECKPOINT_MS without a batch (one that comes meanwhile waits for it: the queue). */
+function checkpointWhileIdle(): void {
+  checkpointTimer = undefined;
+  ranSinceCheckpoint = false;
+  queue = queue.then(() => database.execProtocolRawStream(CHECKPOINT_QUERY, { onRawData: () => undefined })).catch(() => undefined);
+}
+
+port.on('message', (message: ArrayBuffer | EmbeddedWorkerCommand) => {
+  clearTimeout(checkpointTimer);
+  checkpointTimer = undefined;
   if (!(message instanceof ArrayBuffer)) {
+    if (message.type !== 'close') return;
     queue = queue.then(() => database.close()).finally(() => port.postMessage({ type: 'closed' } satisfies EmbeddedWorkerEvent));
     return;
   }

@@ -1,5 +1,5 @@
 import { BadRequestError, ConflictError, UnavailableError, type RecordbaseError } from '../errors.js';
-import { StatementInterruptedError } from './bound-statements.js';
+import { QueueFullError, StatementInterruptedError } from './bound-statements.js';
 
 /**
  * SQLSTATEs that mean "the database cannot serve us right now": the server shutting down or
@@ -53,6 +53,8 @@ function translateInterruption(err: StatementInterruptedError): RecordbaseError 
         'database_busy',
         err,
       );
+    case 'queue_full':
+      return new UnavailableError(err instanceof QueueFullError ? err.clientMessage : 'The database is busy. Try again later.', 'database_busy', err);
     case 'aborted':
       return new BadRequestError('The request was abandoned by its client before it finished.', 'request_aborted', err);
     case 'unresponsive':

@@ -187,8 +187,10 @@ describe('router lifecycle', () => {
       maxThumbnailQueue: 100,
       maxThumbnailPixels: 24_000_000,
       maxThumbnailsPerFile: 10,
-      statementTimeoutMs: 5000,
+      // without `database`: the embedded engine on disk (database-fairness.test.ts has every engine's)
+      statementTimeoutMs: 250,
       acquireTimeoutMs: 3000,
+      maxWaitingPerClient: 32,
     });
     expect(resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '100', SERVICE_MAX_BODY_SIZE: '200' }).limits).toMatchObject({ maxFileSize: 100, maxBodySize: 200 });
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 7 } }, { SERVICE_MAX_BODY_SIZE: '200' }).limits.maxBodySize).toBe(7);

@@ -1,5 +1,5 @@
 import { BadRequestError, UnavailableError } from '../../../lib/errors.js';
-import { StatementInterruptedError } from '../../../lib/db/bound-statements.js';
+import { QueueFullError, StatementInterruptedError } from '../../../lib/db/bound-statements.js';
 import { isUnavailableError, translateDatabaseError } from '../../../lib/db/translate-database-error.js';
 
 /** A driver error as Knex hands it over: its message prefixed with the statement (bindings inlined). */
@@ -49,6 +49,22 @@ describe('translateDatabaseError', () => {
     const translated = translateDatabaseError(new StatementInterruptedError('busy', 3000));
     expect(translated).toMatchObject({ status: 503, code: 'database_busy' });
     expect((translated as Error).message).toContain('3000 ms (limits.acquireTimeoutMs)');
+  });
+
+  test("a unit refused at the fair gate is a 503 database_busy naming the queue's bound, even once Knex has prefixed its message", () => {
+    const refused = new QueueFullError({ refused: 'client', limit: 32 });
+    refused.message = `select 1 - ${refused.message}`;
+    expect(translateDatabaseError(refused)).toMatchObject({
+      status: 503,
+      code: 'database_busy',
+      message: 'The database is busy: 32 requests from this client already wait for a connection (limits.maxWaitingPerClient). Try again later.',
+    });
+    expect(translateDatabaseError(new QueueFullError({ refused: 'all', limit: 1000 }))).toMatchObject({
+      status: 503,
+      code: 'database_busy',
+      message: 'The database is busy: 1000 requests already wait for a connection. Try again later.',
+    });
+    expect(refused.sent).toBe(false);
   });
 
   test('a request its client abandoned', () => {
