@@ -63,6 +63,8 @@ export const ERROR_CODES = {
   realtime_client_not_found: { status: 404, message: 'Missing or invalid client id.' },
   realtime_auth_mismatch: { status: 403, message: "The current and the previous request authorization don't match." },
   realtime_too_many_clients: { status: 503, message: 'Too many realtime clients are connected to this instance; try again later.' },
+  realtime_too_many_clients_per_address: { status: 429, message: 'Too many realtime streams are open from this address.' },
+  realtime_too_many_clients_per_identity: { status: 429, message: 'Too many realtime clients are subscribed with this identity.' },
   realtime_unavailable: { status: 503, message: 'The instance holding this realtime client did not answer; try again.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -189,6 +191,13 @@ export class ValidationError extends RecordbaseError {
 
   constructor(data: Record<string, FieldError>, message?: string) {
     super({ ...describeError('validation_failed', message), data });
+  }
+}
+
+/** 429: one client (an address, an identity) holds as much of a shared resource as it may; others still get theirs. */
+export class TooManyRequestsError extends RecordbaseError {
+  constructor(message?: string, code: ErrorCodeWithStatus<429> = 'realtime_too_many_clients_per_address') {
+    super(describeError(code, message));
   }
 }
 

@@ -73,5 +73,6 @@ export {
   SchemaError,
   ConflictError,
   BatchError,
+  TooManyRequestsError,
   type FieldError,
 } from './errors.js';

@@ -126,8 +126,8 @@ export interface RecordsRouterOptions {
   openapi?: boolean;
   /**
    * Realtime (`GET`/`POST /api/realtime`, docs/realtime.md): PocketBase's server-sent events, on
-   * one instance or several on one Postgres. `false` turns it off (the routes answer 404 and the
-   * change triggers are removed). Default: on, with the defaults of RealtimeSettings.
+   * one instance or several on one Postgres. `false` turns it off here (the routes answer 404;
+   * other instances on the database keep theirs). Default: on, with the defaults of RealtimeSettings.
    */
   realtime?: Partial<RealtimeSettings> | false;
 }
@@ -138,12 +138,25 @@ export interface RealtimeSettings {
   heartbeatMs: number;
   /** Streams one instance holds at most; one more is a 503 `realtime_too_many_clients`. Default 10,000. */
   maxClients: number;
+  /**
+   * Streams one client address (`req.ip`: behind a proxy, set Express's `trust proxy`) may hold on
+   * one instance; one more is a 429 `realtime_too_many_clients_per_address`. Default 100.
+   */
+  maxClientsPerAddress: number;
+  /** Clients one identity may subscribe with, across instances; one more is a 429 `realtime_too_many_clients_per_identity`. Default 50. */
+  maxClientsPerIdentity: number;
   /** Milliseconds between an instance's heartbeats in the registry; silent for 3x this, it counts as gone with its clients. Default 5,000. */
   instanceHeartbeatMs: number;
   /** How long a change stays in the outbox table before it is pruned, in milliseconds. Default 10 minutes. */
   outboxRetentionMs: number;
   /** Bytes a client's stream may have waiting to be sent; a client further behind is dropped. Default 4 MiB. */
   maxClientBufferBytes: number;
+  /**
+   * Longest one check of a change against subscriptions may run, in milliseconds (its statements
+   * are cancelled past it); a client whose checks fail 3 times in a row has its stream ended.
+   * Default 500: far below the statement timeout, since it runs for every change.
+   */
+  checkTimeoutMs: number;
 }
 
 /** When the sweep of unreferenced files runs, and which files it may remove. */
@@ -274,8 +287,11 @@ function resolveRealtime(realtime: Partial<RealtimeSettings> | false | undefined
   return {
     heartbeatMs: checkDuration('realtime.heartbeatMs', realtime?.heartbeatMs ?? 25_000),
     maxClients: checkPositiveInteger('realtime.maxClients', realtime?.maxClients ?? 10_000),
+    maxClientsPerAddress: checkPositiveInteger('realtime.maxClientsPerAddress', realtime?.maxClientsPerAddress ?? 100),
+    maxClientsPerIdentity: checkPositiveInteger('realtime.maxClientsPerIdentity', realtime?.maxClientsPerIdentity ?? 50),
     instanceHeartbeatMs: checkDuration('realtime.instanceHeartbeatMs', realtime?.instanceHeartbeatMs ?? 5_000),
     outboxRetentionMs: checkDuration('realtime.outboxRetentionMs', realtime?.outboxRetentionMs ?? 10 * 60 * 1000),
     maxClientBufferBytes: checkPositiveInteger('realtime.maxClientBufferBytes', realtime?.maxClientBufferBytes ?? 4 * MIB),
+    checkTimeoutMs: checkDuration('realtime.checkTimeoutMs', realtime?.checkTimeoutMs ?? 500),
   };
 }

@@ -79,7 +79,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       log: { warn: (message: unknown) => logger.warn(`database: ${String(message)}`), error: (message: unknown) => logger.error(`database: ${String(message)}`), deprecate: () => undefined, debug: () => undefined },
     });
     installStatementBounds(database, { maxConnectionsPerClient: resolved.limits.maxConnectionsPerClient, maxWaitingPerClient: resolved.limits.maxWaitingPerClient });
-    await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false });
+    await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false, logger });
     const fileTokens = createFileTokens({
       secret: await loadFileTokenSecret({
         secret: resolved.fileTokenSecret,

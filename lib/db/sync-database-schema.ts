@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import { captureTriggerStatements, realtimeTableStatements } from '../realtime/outbox-schema.js';
+import type { Logger } from '../http/logger.js';
+import { captureTriggerStatements, hasCaptureFunction, realtimeTableStatements } from '../realtime/outbox-schema.js';
 import { META_TABLE, planMigration, SETTINGS_TABLE, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 
 /** One constant key: every recordbase instance on a database serialises its schema sync on it. */
@@ -45,12 +46,20 @@ export async function planDatabaseSync(db: Knex, collections: readonly Collectio
  * Brings the database up to date with the declared collections, in one transaction under an
  * advisory lock so that several instances starting together apply the plan once. Throws the
  * planner's SchemaError on an unsafe change, leaving the database untouched. With `realtime`
- * (the default) it also makes realtime's tables and installs the change-capture triggers on every
- * collection table (lib/realtime/outbox-schema.ts); without, it removes those triggers.
+ * (the default) it also makes realtime's tables and capture function and installs the capture
+ * triggers on every collection table (lib/realtime/outbox-schema.ts). Without, it leaves realtime
+ * to the instances that serve it: where the capture function exists it installs the triggers on
+ * this instance's collections too (a collection only this instance declares is captured for the
+ * others), where it does not it creates nothing; and it removes nothing (issue 29 finding 11: one
+ * instance with realtime off must not switch capture off for the others).
  */
-export async function syncDatabaseSchema(db: Knex, collections: readonly CollectionSchema[], options: { realtime?: boolean } = {}): Promise<MigrationPlan> {
+export async function syncDatabaseSchema(
+  db: Knex,
+  collections: readonly CollectionSchema[],
+  options: { realtime?: boolean; logger?: Pick<Logger, 'info'> } = {},
+): Promise<MigrationPlan> {
   const realtime = options.realtime ?? true;
-  return db.transaction(async (trx) => {
+  const plan = await db.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
     const plan = planMigration(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
     for (const statement of plan.statements) await trx.raw(statement);
@@ -61,7 +70,12 @@ export async function syncDatabaseSchema(db: Knex, collections: readonly Collect
         .onConflict('name')
         .merge();
     }
-    for (const statement of [...(realtime ? realtimeTableStatements() : []), ...captureTriggerStatements(collections, realtime)]) await trx.raw(statement);
+    const capture = realtime || (await hasCaptureFunction(trx));
+    for (const statement of [...(realtime ? realtimeTableStatements() : []), ...(capture ? captureTriggerStatements(collections) : [])]) await trx.raw(statement);
     return plan;
   });
+  if (!realtime) {
+    options.logger?.info('realtime: this instance does not serve realtime (realtime: false); its writes still reach the subscribers of the instances that do');
+  }
+  return plan;
 }

@@ -3,6 +3,7 @@ import type { RequestInfo } from './request-info.js';
 import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
 import { findCollectionScopes } from './collection-scopes.js';
 import { createFilterError, quoteForMessage } from './filter-error.js';
+import { DeferredValue, mapValue } from './deferred-value.js';
 import { computeMacro, isMacroName } from './filter-macros.js';
 import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
@@ -36,6 +37,22 @@ export interface FilterContext {
   readonly mode: FilterMode;
   /** The instant macros (`@now`, `@todayStart`, ...) are computed from; default: now. */
   readonly now?: Date;
+  /**
+   * Bind macros as DeferredValues resolved when the condition runs (lib/query/deferred-value.ts),
+   * for a condition compiled once and checked many times (a realtime subscription). `now` then
+   * only serves the compile-time checks.
+   */
+  readonly deferMacros?: boolean;
+  /** Bounds stricter than a list's (a realtime subscription's filter); default: MAX_FILTER_COMPARISONS and MAX_PATH_HOPS. */
+  readonly limits?: FilterLimits;
+}
+
+/** How complex a filter may be: its cost (see FilterCompiler's `cost`) and the hops of one path. */
+export interface FilterLimits {
+  readonly maxCost: number;
+  readonly maxHops: number;
+  /** What the filter is, in the error message ("a realtime subscription's filter"). */
+  readonly what: string;
 }
 
 /** A compiled condition for knex `whereRaw(sql, bindings)`. */
@@ -44,15 +61,27 @@ export interface CompiledSql {
   bindings: unknown[];
 }
 
+/** A compiled filter, and its cost (see FilterLimits). */
+export interface CompiledFilter extends CompiledSql {
+  cost: number;
+}
+
 /**
  * Compiles a filter or rule (text, parsed through the cache, or an AST) to a Postgres boolean
  * expression over `context.alias`. Values only ever travel as bindings. Throws BadRequestError
  * (`invalid_filter`) for unknown names, hidden fields, bad literals and syntax errors.
  */
 export function compileFilter(filter: string | FilterNode, context: FilterContext): CompiledSql {
+  const { sql, bindings } = compileCostedFilter(filter, context);
+  return { sql, bindings };
+}
+
+/** compileFilter, with the filter's cost too: for a bound a caller keeps over several filters (a realtime client's). */
+export function compileCostedFilter(filter: string | FilterNode, context: FilterContext): CompiledFilter {
   const node = typeof filter === 'string' ? parseFilterCached(filter) : filter;
-  const compiled = new FilterCompiler(context).compileRoot(node);
-  return { sql: compiled.sql, bindings: [...compiled.bindings] };
+  const compiler = new FilterCompiler(context);
+  const compiled = compiler.compileRoot(node);
+  return { sql: compiled.sql, bindings: [...compiled.bindings], cost: compiler.totalCost };
 }
 
 /** What a hop needs to compile its target collection's view rule. */
@@ -62,6 +91,8 @@ export interface TargetRuleOptions {
   /** The allocator of the surrounding compilation, so the rule's own aliases never clash with it. */
   readonly aliases: AliasAllocator;
   readonly now: Date;
+  /** As FilterContext's: the target rules of a condition compiled once read the clock at check time too. */
+  readonly deferMacros?: boolean;
 }
 
 /**
@@ -80,6 +111,7 @@ function compileTargetViewRule(options: TargetRuleOptions & { target: Collection
     request: options.request,
     mode: 'rule',
     now: options.now,
+    deferMacros: options.deferMacros,
   };
   return new FilterCompiler(context, options.aliases).compileRoot(parseFilterCached(rule));
 }
@@ -106,6 +138,8 @@ interface ValueSide {
   readonly label: string;
   /** A guest's `@request.auth.*`: never matches a record field or path (see compileComparison). */
   readonly guestAuth?: boolean;
+  /** The macro this value is (`@now`), bound as a DeferredValue when the context defers macros. */
+  readonly macro?: string;
 }
 
 /** A SQL expression (a column, a path, a bound array), possibly correlated with sources. */
@@ -162,7 +196,12 @@ class FilterCompiler {
     this.now = ctx.now ?? new Date();
     this.targetCondition = this.trusted
       ? undefined
-      : targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now });
+      : targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now, deferMacros: ctx.deferMacros });
+  }
+
+  /** What the filter cost in all (comparisons and multi-valued hops). */
+  get totalCost(): number {
+    return this.cost;
   }
 
   compileRoot(node: FilterNode): SqlFragment {
@@ -234,9 +273,11 @@ class FilterCompiler {
   private charge(node: ComparisonNode, sides: readonly Side[]): void {
     const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length : 0), 0);
     this.cost += 1 + hops;
-    if (this.cost > MAX_FILTER_COMPARISONS) {
+    const limits = this.ctx.limits;
+    const maxCost = limits?.maxCost ?? MAX_FILTER_COMPARISONS;
+    if (this.cost > maxCost) {
       throw createFilterError(
-        `too complex: each comparison counts 1 and each multi-valued relation or back-relation it goes through 1 more, at most ${MAX_FILTER_COMPARISONS} in all`,
+        `too complex${limits ? ` for ${limits.what}` : ''}: each comparison counts 1 and each multi-valued relation or back-relation it goes through 1 more, at most ${maxCost} in all`,
         node.pos,
       );
     }
@@ -306,7 +347,7 @@ class FilterCompiler {
     const l = this.textOperand(left, right);
     if (right.kind === 'value') {
       const text = this.coerceValue(right, { target: 'text', against: left });
-      const pattern = typeof text === 'string' ? toLikePattern(text) : null;
+      const pattern = mapValue(text, (value) => (typeof value === 'string' ? toLikePattern(value) : null));
       return sql`${l} ILIKE ${bindValue(pattern, 'text')}`;
     }
     const r = this.textOperand(right, left);
@@ -337,7 +378,11 @@ class FilterCompiler {
    */
   private coerceValue(side: ValueSide, options: { target: StorageKind; against: Side }): unknown {
     const result = coerceFilterValue(side.value, options.target);
-    if (result !== INVALID) return result;
+    if (result !== INVALID) {
+      const { target } = options;
+      if (side.macro !== undefined && this.ctx.deferMacros) return DeferredValue.ofMacro(side.macro, (value) => coerceFilterValue(value, target));
+      return result;
+    }
     if (!side.strict) return null;
     const what = options.target === 'bool' ? 'boolean' : options.target === 'date' ? 'date' : options.target;
     throw createFilterError(`${side.label} is not a valid ${what} to compare with ${quoteForMessage(options.against.label)}`, side.pos);
@@ -400,6 +445,7 @@ class FilterCompiler {
       allowMulti: true,
       fail: (what) => createFilterError(what, operand.pos),
       targetCondition: this.targetCondition,
+      maxHops: this.ctx.limits?.maxHops,
     });
   }
 
@@ -452,7 +498,7 @@ class FilterCompiler {
     }
     if (operand.modifier !== undefined) throw createFilterError(`macros take no modifier ("${operand.name}:${operand.modifier}")`, operand.pos);
     const value = computeMacro(operand.name, this.now);
-    return { kind: 'value', value, strict: true, pos: operand.pos, label: operand.name, hint: value instanceof Date ? 'date' : 'number' };
+    return { kind: 'value', value, strict: true, pos: operand.pos, label: operand.name, hint: value instanceof Date ? 'date' : 'number', macro: operand.name };
   }
 
   private resolveRequest(operand: IdentifierOperand): Side {

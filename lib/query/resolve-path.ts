@@ -68,6 +68,8 @@ export interface ResolvePathOptions {
   readonly fail: (what: string) => Error;
   /** Restricts the rows every hop may see (target view rules); absent: every row. */
   readonly targetCondition?: TargetCondition;
+  /** Fewer hops than MAX_PATH_HOPS (a realtime subscription's filter). */
+  readonly maxHops?: number;
 }
 
 /** Missing related rows (or padding rows) read as the field's empty value, as stored rows do. */
@@ -117,7 +119,8 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     if (!relation) {
       throw fail(field ? `"${name}" in "${whole}" is not a relation field` : `unknown field "${whole}"`);
     }
-    if (++hops > MAX_PATH_HOPS) throw fail(`"${whole}" has more than ${MAX_PATH_HOPS} relation hops`);
+    const maxHops = options.maxHops ?? MAX_PATH_HOPS;
+    if (++hops > maxHops) throw fail(`"${whole}" has more than ${maxHops} relation hop${maxHops === 1 ? '' : 's'}`);
     if (relation.kind === 'field' && !relation.field.multiple) {
       const targetAlias = aliases.next();
       const alias = quoteIdent(targetAlias);

@@ -10,6 +10,10 @@ export interface Change {
   readonly action: 'create' | 'update' | 'delete';
   /** The row as stored (`to_jsonb`): after a create or update, before a delete. */
   readonly row: Record<string, unknown>;
+  /** The writing transaction's id (`xid8`, as text). */
+  readonly tx: string;
+  /** A delete's only: the deleting statement's snapshot (`pg_snapshot`, as text `xmin:xmax:xip,...`), what that transaction could see. */
+  readonly snapshot?: string;
 }
 
 /** Rows read per statement: a 100,000-row bulk delete is read (and delivered) in pages. */
@@ -62,15 +66,27 @@ export class ChangeReader {
       // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
       const collections = wanted();
       if (collections.length === 0) break;
-      const result: { rows: { seq_text: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown> }[] } = await this.db.raw(
+      const result: {
+        rows: { seq_text: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null }[];
+      } = await this.db.raw(
         // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
-        `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row" FROM ${q(OUTBOX_TABLE)} AS o
+        `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text" FROM ${q(OUTBOX_TABLE)} AS o
           WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ${PAGE_SIZE}`,
         [from, to, window.after, [...collections]],
       );
       const rows = result.rows;
       if (rows.length > 0) {
-        await deliver(rows.map((r) => ({ seq: r.seq_text, collection: r.collection, recordId: r.record_id, action: r.action, row: r.row })));
+        await deliver(
+          rows.map((r) => ({
+            seq: r.seq_text,
+            collection: r.collection,
+            recordId: r.record_id,
+            action: r.action,
+            row: r.row,
+            tx: r.tx_text,
+            ...(r.snapshot_text === null ? {} : { snapshot: r.snapshot_text }),
+          })),
+        );
         window.after = rows[rows.length - 1].seq_text;
         total += rows.length;
       }

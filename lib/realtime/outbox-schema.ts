@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { quoteIdent as q } from '../query/sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 
@@ -5,10 +6,16 @@ import type { CollectionSchema } from '../schema/collection-schema.js';
 export const OUTBOX_TABLE = '_recordbase_realtime_outbox';
 /** One row per running instance with realtime on, refreshed by its heartbeat. */
 export const INSTANCES_TABLE = '_recordbase_realtime_instances';
-/** One row per open stream: its owner instance, identity and subscriptions. */
+/** One row per open stream: its owner instance, identity (id and superuser flag only) and subscriptions. */
 export const CLIENTS_TABLE = '_recordbase_realtime_clients';
 /** The channel every change wakes (one notification per committing transaction: identical ones fold). */
 export const CHANGES_CHANNEL = 'recordbase_changes';
+
+/**
+ * When a row of INSTANCES_TABLE stops counting as a live realtime instance: its own `expires_at`,
+ * written by each heartbeat. A row of older code has none: its heartbeat counts for a minute.
+ */
+export const INSTANCE_EXPIRY_SQL = `COALESCE("expires_at", "heartbeat_at" + interval '1 minute')`;
 
 const CAPTURE_FUNCTION = '_recordbase_realtime_capture';
 const TRIGGERS = [
@@ -22,6 +29,35 @@ export function instanceChannel(instanceId: string): string {
   return `recordbase_i_${instanceId}`;
 }
 
+/** A checked identifier as an SQL string literal (identifiers hold no quotes: quoteIdent checks). */
+function literal(name: string): string {
+  q(name);
+  return `'${name}'`;
+}
+
+/**
+ * Adds a column a table made by older code lacks. Only when it is missing: ALTER TABLE takes an
+ * exclusive lock even when there is nothing to add, and every writing transaction holds a lock on
+ * these tables until it ends, so an unconditional ALTER at each start would queue every write
+ * behind the longest running transaction.
+ */
+function addColumnIfMissing(table: string, column: string, type: string): string {
+  return `DO $do$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ${literal(table)} AND column_name = ${literal(column)}) THEN
+    ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS ${q(column)} ${type};
+  END IF;
+END $do$`;
+}
+
+/** CREATE INDEX only when missing: CREATE INDEX IF NOT EXISTS locks the table before it looks (see addColumnIfMissing). */
+function createIndexIfMissing(name: string, table: string, columns: string): string {
+  return `DO $do$ BEGIN
+  IF to_regclass(format('%I.%I', current_schema(), ${literal(name)})) IS NULL THEN
+    CREATE INDEX IF NOT EXISTS ${q(name)} ON ${q(table)} (${columns});
+  END IF;
+END $do$`;
+}
+
 /**
  * The tables and the capture function realtime needs (idempotent, run by the schema sync under
  * its advisory lock). The function is statement-level with transition tables: a bulk delete of
@@ -30,19 +66,35 @@ export function instanceChannel(instanceId: string): string {
  * writes is the one beside the collection tables whatever the writing session's search_path.
  * `to_jsonb(n.*)`, not `to_jsonb(n)`: a collection may have a field named `n`, and a bare name
  * means the column before the row.
+ *
+ * Capture is gated in the database, so that instances on one database agree whatever their own
+ * `realtime` setting: the function writes nothing while no realtime instance is live (an unexpired
+ * row in INSTANCES_TABLE), so nothing is copied that nobody would read. A delete's rows carry the
+ * deleting transaction's snapshot, which tells what that transaction could see.
  */
 export function realtimeTableStatements(): string[] {
   return [
-    `CREATE TABLE IF NOT EXISTS ${q(OUTBOX_TABLE)} ("seq" bigserial PRIMARY KEY, "tx" xid8 NOT NULL DEFAULT pg_current_xact_id(), "collection" text NOT NULL, "record_id" text NOT NULL, "action" text NOT NULL, "row" jsonb NOT NULL, "created_at" timestamptz NOT NULL DEFAULT now())`,
-    `CREATE INDEX IF NOT EXISTS "_recordbase_realtime_outbox_tx" ON ${q(OUTBOX_TABLE)} ("tx")`,
-    `CREATE INDEX IF NOT EXISTS "_recordbase_realtime_outbox_created" ON ${q(OUTBOX_TABLE)} ("created_at")`,
-    `CREATE TABLE IF NOT EXISTS ${q(INSTANCES_TABLE)} ("instance_id" text PRIMARY KEY, "heartbeat_at" timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE IF NOT EXISTS ${q(OUTBOX_TABLE)} ("seq" bigserial PRIMARY KEY, "tx" xid8 NOT NULL DEFAULT pg_current_xact_id(), "collection" text NOT NULL, "record_id" text NOT NULL, "action" text NOT NULL, "row" jsonb NOT NULL, "created_at" timestamptz NOT NULL DEFAULT now(), "snapshot" pg_snapshot)`,
+    addColumnIfMissing(OUTBOX_TABLE, 'snapshot', 'pg_snapshot'),
+    createIndexIfMissing('_recordbase_realtime_outbox_tx', OUTBOX_TABLE, '"tx"'),
+    createIndexIfMissing('_recordbase_realtime_outbox_created', OUTBOX_TABLE, '"created_at"'),
+    // expires_at stays nullable: older code inserts rows without it (INSTANCE_EXPIRY_SQL).
+    `CREATE TABLE IF NOT EXISTS ${q(INSTANCES_TABLE)} ("instance_id" text PRIMARY KEY, "heartbeat_at" timestamptz NOT NULL DEFAULT now(), "expires_at" timestamptz)`,
+    addColumnIfMissing(INSTANCES_TABLE, 'expires_at', 'timestamptz'),
     `CREATE TABLE IF NOT EXISTS ${q(CLIENTS_TABLE)} ("client_id" text PRIMARY KEY, "instance_id" text NOT NULL, "identity" jsonb, "subscriptions" jsonb NOT NULL DEFAULT '[]'::jsonb, "updated_at" timestamptz NOT NULL DEFAULT now())`,
-    `CREATE INDEX IF NOT EXISTS "_recordbase_realtime_clients_instance" ON ${q(CLIENTS_TABLE)} ("instance_id")`,
+    createIndexIfMissing('_recordbase_realtime_clients_instance', CLIENTS_TABLE, '"instance_id"'),
+    // The per-identity bound counts an identity's clients at every POST.
+    createIndexIfMissing('_recordbase_realtime_clients_identity', CLIENTS_TABLE, `("identity" ->> 'id')`),
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
+DECLARE
+  snap pg_snapshot;
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) THEN
+    RETURN NULL;
+  END IF;
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o.*) FROM rb_old AS o;
+    snap := pg_current_snapshot();
+    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row", "snapshot") SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o.*), snap FROM rb_old AS o;
   ELSE
     INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n.*) FROM rb_new AS n;
   END IF;
@@ -55,13 +107,26 @@ $fn$`,
   ];
 }
 
-/** Installs (realtime on) or removes (realtime off) the capture triggers of each collection table. */
-export function captureTriggerStatements(collections: readonly CollectionSchema[], enabled: boolean): string[] {
+/**
+ * Installs the capture triggers on each collection table where they are missing (a trigger in
+ * place is left alone: CREATE TRIGGER locks the table against writes, and waits for every
+ * transaction that wrote to it). Never removes them: an instance with realtime off leaves them to
+ * the others (the function itself writes nothing while no realtime instance is live).
+ */
+export function captureTriggerStatements(collections: readonly CollectionSchema[]): string[] {
   return collections.flatMap((c) =>
-    TRIGGERS.map((t) =>
-      enabled
-        ? `CREATE OR REPLACE TRIGGER ${q(t.name)} AFTER ${t.event} ON ${q(c.table)} REFERENCING ${t.transition} FOR EACH STATEMENT EXECUTE FUNCTION ${q(CAPTURE_FUNCTION)}()`
-        : `DROP TRIGGER IF EXISTS ${q(t.name)} ON ${q(c.table)}`,
+    TRIGGERS.map(
+      (t) => `DO $do$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = format('%I.%I', current_schema(), ${literal(c.table)})::regclass AND tgname = ${literal(t.name)}) THEN
+    CREATE OR REPLACE TRIGGER ${q(t.name)} AFTER ${t.event} ON ${q(c.table)} REFERENCING ${t.transition} FOR EACH STATEMENT EXECUTE FUNCTION ${q(CAPTURE_FUNCTION)}();
+  END IF;
+END $do$`,
     ),
   );
+}
+
+/** Whether realtime's capture function exists in the current schema (made by an instance with realtime on). */
+export async function hasCaptureFunction(db: Knex | Knex.Transaction): Promise<boolean> {
+  const result: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regprocedure(format('%I.%I()', current_schema(), ${literal(CAPTURE_FUNCTION)})) IS NOT NULL AS "found"`);
+  return result.rows[0]?.found === true;
 }

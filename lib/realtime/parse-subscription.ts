@@ -36,8 +36,13 @@ function queryValue(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The 400 `invalid_subscription` for `raw`, naming it (cut at 200 characters) and the reason. */
+export function subscriptionError(raw: string, reason: string, cause?: unknown): BadRequestError {
+  return new BadRequestError(`Invalid subscription ${JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}...` : raw)}: ${reason}`, 'invalid_subscription', cause);
+}
+
 function refuse(raw: string, reason: string, cause?: unknown): never {
-  throw new BadRequestError(`Invalid subscription ${JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}...` : raw)}: ${reason}`, 'invalid_subscription', cause);
+  throw subscriptionError(raw, reason, cause);
 }
 
 function readOptions(raw: string, search: string): { query: Record<string, string> } {

@@ -3,21 +3,24 @@ import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import { boundedKnex } from '../db/bound-statements.js';
-import { readRow, type RecordStore } from '../db/record-store.js';
-import { BadRequestError, RecordbaseError, UnavailableError } from '../errors.js';
+import { clientKeyOfAddress } from '../db/fair-gate.js';
+import type { RecordStore } from '../db/record-store.js';
+import { BadRequestError, UnavailableError } from '../errors.js';
 import type { Logger } from '../http/logger.js';
 import type { Limits, RealtimeSettings } from '../options.js';
-import { compileRule, compileUserFilter, fenceFilter } from '../records/access-rules.js';
-import { isSuperuser, type Caller } from '../records/caller.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { ChangeReader, type Change } from './change-reader.js';
 import { startChangeListener, type ChangeListener } from './change-listener.js';
 import { ClientRegistry } from './client-registry.js';
-import { matchConditions, type Conditions } from './match-subscribers.js';
+import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
+import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
+import type { LocalClient, LocalSubscription, PreparedSubscription } from './local-client.js';
 import { CHANGES_CHANNEL, instanceChannel } from './outbox-schema.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, type Subscription } from './parse-subscription.js';
-import { frameMessage, SseStream } from './sse-stream.js';
+import { SseStream } from './sse-stream.js';
+import { StreamSlots } from './stream-slots.js';
+import { prepareSubscriptions } from './subscription-conditions.js';
 
 /** What the hub needs from the router. */
 export interface RealtimeHubOptions {
@@ -35,8 +38,10 @@ export interface RealtimeHubOptions {
 const SAFETY_POLL_MS = 2_000;
 /** How long a POST waits for the instance that holds its stream to apply the subscriptions. */
 const FORWARD_TIMEOUT_MS = 3_000;
-/** An instance is taken for gone after this many missed heartbeats. */
+/** An instance is taken for gone after this many missed heartbeats (and its row stops keeping capture on). */
 const STALE_HEARTBEATS = 3;
+/** While no client of any instance subscribes, outbox rows are kept this long (not outboxRetentionMs). */
+const IDLE_OUTBOX_RETENTION_MS = 30_000;
 
 const CLIENT_ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
@@ -47,55 +52,37 @@ export function newClientId(): string {
   return id;
 }
 
-/** Date macros (`@now`, `@todayStart`, ...) make a compiled condition depend on the time it was compiled. */
-function dependsOnTime(text: string | null | undefined): boolean {
-  return text !== null && text !== undefined && /@(?!request\.|collection\.)/.test(text);
-}
-
-interface LocalClient {
-  readonly id: string;
-  stream?: SseStream;
-  identity: Identity | null;
-  subscriptions: LocalSubscription[];
-}
-
-interface LocalSubscription {
-  readonly client: LocalClient;
-  readonly sub: Subscription;
-  readonly collection: CollectionSchema;
-  readonly caller: Caller;
-  /**
-   * Subscriptions of one group receive the same presented record: without expand, the caller kind
-   * and the shape; with expand (read through the related view rules), also the identity and query.
-   */
-  readonly shapeGroup: string;
-  /** Compiled once per subscription unless the rule or filter reads the clock. */
-  conditions?: Conditions;
-  /** Set when its condition failed on a row: it stays 'denied'. */
-  broken?: boolean;
-  readonly cacheable: boolean;
-}
-
-/** Messages between instances on their own channels. */
-type InstanceMessage = { t: 'sync'; c: string; a: string; r: string } | { t: 'ack'; a: string };
+/**
+ * Messages between instances on their own channels. A `sync` (apply client `c`'s subscriptions,
+ * then ack `a` to instance `r`) carries the POST's whole identity, which the registry does not
+ * keep: part `i` of `n` (splitIdentity), one notification each, sent together. A `sync` of older
+ * code has no parts: the identity is then the registry row's.
+ */
+type InstanceMessage = { t: 'sync'; c: string; a: string; r: string; i?: number; n?: number; d?: string } | { t: 'ack'; a: string };
 
 /**
  * Realtime on one instance (DESIGN 12, docs/realtime.md): holds this instance's streams and their
- * subscriptions, reads committed changes from the outbox when notified, checks rules for every
- * local subscriber in batched statements, shapes each record once per shape and writes the
- * messages. The registry in Postgres lets a POST reach any instance.
+ * subscriptions, reads committed changes from the outbox when notified and hands them to
+ * delivery (deliver-changes.ts), which checks the rules and writes the messages. The registry in
+ * Postgres lets a POST reach any instance.
  */
 export class RealtimeHub {
   private readonly clients = new Map<string, LocalClient>();
-  private readonly byCollection = new Map<CollectionSchema, Set<LocalSubscription>>();
+  /** Every applied subscription per collection (an array, read on every change; rebuilt when subscriptions change). */
+  private readonly byCollection = new Map<CollectionSchema, LocalSubscription[]>();
   private readonly byTable: Map<string, CollectionSchema>;
   /** The database, every statement of realtime's own bounded by the limits: its work outlives the requests that start it. */
   private readonly db: Knex;
   /** The records' store, bounded as `db`. */
   private readonly store: RecordStore;
   private readonly reader: ChangeReader;
+  private readonly delivery: ChangeDelivery;
   private readonly clientRegistry: ClientRegistry;
   private readonly pendingAcks = new Map<string, () => void>();
+  /** Identities forwarded to this instance, until all their parts have arrived. */
+  private readonly handoffs = new IdentityHandoffs(FORWARD_TIMEOUT_MS);
+  /** Streams per client address (maxClientsPerAddress). */
+  private readonly streamSlots: StreamSlots;
   private listener: ChangeListener | undefined;
   private timers: NodeJS.Timeout[] = [];
   private reading = false;
@@ -112,14 +99,38 @@ export class RealtimeHub {
     this.db = boundedKnex(options.db, bounds);
     this.store = options.store.within(bounds);
     this.reader = new ChangeReader(this.db);
-    this.clientRegistry = new ClientRegistry(this.db, randomBytes(8).toString('hex'));
+    this.delivery = new ChangeDelivery({
+      db: options.db,
+      store: options.store,
+      presenter: options.presenter,
+      collectionOf: (table) => this.byTable.get(table),
+      bounds: { checkTimeoutMs: options.settings.checkTimeoutMs, acquireTimeoutMs },
+      endClient: (client, reason) => this.endClient(client, reason),
+      logger: options.logger,
+    });
+    this.clientRegistry = new ClientRegistry(this.db, randomBytes(8).toString('hex'), { maxClientsPerIdentity: options.settings.maxClientsPerIdentity });
+    this.streamSlots = new StreamSlots(options.settings.maxClientsPerAddress);
   }
 
-  /** Starts reading changes from now on, listening, and the heartbeat. */
+  /**
+   * Registers this instance (which turns capture on, if no other realtime instance had it on),
+   * then starts reading changes from now on, listening, and the heartbeat.
+   */
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
+    const { captureWasOn } = await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
+    if (!captureWasOn) {
+      // A write whose trigger ran before this row was committed captured nothing; once a
+      // subscription answers 204, no such write may still commit. So wait for every transaction
+      // running now to end (bounded: one that never ends must not stop the start).
+      const ended = await hub.clientRegistry.waitForRunningTransactions(options.limits.statementTimeoutMs);
+      if (!ended) {
+        options.logger.warn(
+          `realtime: transactions that began before realtime capture was switched on are still running after ${options.limits.statementTimeoutMs} ms (limits.statementTimeoutMs); changes they made are not delivered`,
+        );
+      }
+    }
     await hub.reader.start();
-    await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
     hub.listener = await startChangeListener({
       db: options.db,
       channels: [CHANGES_CHANNEL, instanceChannel(hub.clientRegistry.instanceId)],
@@ -151,14 +162,22 @@ export class RealtimeHub {
   async connect(req: Request, res: Response): Promise<void> {
     if (this.closing) throw new UnavailableError('The server is shutting down.');
     if (this.clients.size + this.opening >= this.options.settings.maxClients) throw new UnavailableError(undefined, 'realtime_too_many_clients');
-    const client: LocalClient = { id: newClientId(), identity: null, subscriptions: [] };
+    // Express's req.ip honours the host's `trust proxy`: behind a proxy, the client's address. An
+    // IPv6 client counts by its /64, as for the pool's fairness (one host commonly has a whole /64).
+    const address = clientKeyOfAddress(req.ip ?? req.socket.remoteAddress) ?? '';
+    const release = this.streamSlots.take(address);
+    const client: LocalClient = { id: newClientId(), address, identity: null, subscriptions: [] };
     this.opening++;
     try {
       await this.clientRegistry.addClient(client.id);
+    } catch (err) {
+      release();
+      throw err;
     } finally {
       this.opening--;
     }
     if (this.closing || req.socket.destroyed) {
+      release();
       void this.clientRegistry.removeClient(client.id).catch((err: unknown) => this.report('realtime: could not remove a client', err));
       if (!res.headersSent) res.end();
       return;
@@ -166,7 +185,10 @@ export class RealtimeHub {
     this.clients.set(client.id, client);
     client.stream = new SseStream(client.id, res, {
       maxBufferBytes: this.options.settings.maxClientBufferBytes,
-      onClose: () => this.forget(client),
+      onClose: () => {
+        release();
+        this.forget(client);
+      },
     });
   }
 
@@ -181,25 +203,17 @@ export class RealtimeHub {
     for (const raw of raws) {
       if (typeof raw !== 'string') throw new BadRequestError('Every subscription must be a string.', 'invalid_subscription');
       if (raw.length > MAX_SUBSCRIPTION_LENGTH) throw new BadRequestError(`A subscription may be at most ${MAX_SUBSCRIPTION_LENGTH} characters long.`, 'invalid_subscription');
-      const sub = parseSubscription(raw, this.options.registry);
-      if (sub.collection && sub.filter !== undefined) {
-        try {
-          compileUserFilter({ registry: this.options.registry, collection: sub.collection, filter: sub.filter, caller: callerOf(identity, sub) });
-        } catch (err) {
-          if (err instanceof RecordbaseError && err.status === 400) {
-            throw new BadRequestError(`Invalid subscription ${JSON.stringify(raw.slice(0, 200))}: ${err.message}`, 'invalid_subscription', err);
-          }
-          throw err;
-        }
-      }
-      parsed.push(sub);
+      parsed.push(parseSubscription(raw, this.options.registry));
     }
-    const owner = await this.clientRegistry.setSubscriptions(clientId, identity, raws);
+    // Identical subscriptions are one (as PocketBase's set of them), in the registry too.
+    const distinct = [...new Set(raws)];
+    const prepared = await prepareSubscriptions({ registry: this.options.registry, identity, subscriptions: parsed });
+    const owner = await this.clientRegistry.setSubscriptions(clientId, identity, distinct);
     if (owner === this.instanceId) {
-      this.apply(clientId, identity, parsed);
+      this.applyPrepared(clientId, identity, prepared);
       return;
     }
-    await this.forward(owner, clientId);
+    await this.forward(owner, clientId, identity);
   }
 
   /** Ends every stream, stops listening and removes this instance from the registry. */
@@ -210,7 +224,9 @@ export class RealtimeHub {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.listener?.close();
     for (const client of [...this.clients.values()]) client.stream?.end();
+    await this.delivery.close();
     for (const settle of this.pendingAcks.values()) settle();
+    this.handoffs.clear();
     await this.clientRegistry.removeInstance().catch((err: unknown) => this.report('realtime: could not remove this instance from the registry', err));
     // A read in progress finishes its change; later ones find no clients.
     while (this.reading) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -224,36 +240,51 @@ export class RealtimeHub {
     void this.clientRegistry.removeClient(client.id).catch((err: unknown) => this.report('realtime: could not remove a closed client', err));
   }
 
-  private apply(clientId: string, identity: Identity | null, subs: readonly Subscription[]): void {
+  /** Prepares `subs` for the client (compiled once, here) and applies them. */
+  private async apply(clientId: string, identity: Identity | null, subs: readonly Subscription[]): Promise<void> {
+    const prepared = await prepareSubscriptions({ registry: this.options.registry, identity, subscriptions: subs });
+    this.applyPrepared(clientId, identity, prepared);
+  }
+
+  private applyPrepared(clientId: string, identity: Identity | null, prepared: readonly PreparedSubscription[]): void {
     const client = this.clients.get(clientId);
     if (!client) return;
     this.unindex(client);
     client.identity = identity;
-    client.subscriptions = [];
-    for (const sub of subs) {
-      if (!sub.collection) continue;
-      const rule = sub.collection.rules[sub.recordId === undefined ? 'list' : 'view'];
-      const caller = callerOf(identity, sub);
-      const local: LocalSubscription = {
-        client,
-        sub,
-        collection: sub.collection,
-        caller,
-        shapeGroup: sub.shape.tree.size === 0 ? `${isSuperuser(caller)}|${sub.shapeKey}` : JSON.stringify([identity, sub.query, sub.shapeKey]),
-        cacheable: !dependsOnTime(rule) && !dependsOnTime(sub.filter),
-      };
-      client.subscriptions.push(local);
-      let set = this.byCollection.get(sub.collection);
-      if (!set) this.byCollection.set(sub.collection, (set = new Set()));
-      set.add(local);
+    client.subscriptions = prepared.map((p) => ({ ...p, client, active: true }));
+    // A client with one costly subscription has all its checks made in its own lane, in order.
+    if (client.subscriptions.some((s) => !s.shared)) deliveryOf(client).isolated = true;
+    for (const local of client.subscriptions) {
+      const list = this.byCollection.get(local.collection);
+      if (list) list.push(local);
+      else this.byCollection.set(local.collection, [local]);
     }
   }
 
   private unindex(client: LocalClient): void {
-    for (const local of client.subscriptions) this.byCollection.get(local.collection)?.delete(local);
+    const touched = new Set<CollectionSchema>();
+    for (const local of client.subscriptions) {
+      local.active = false;
+      touched.add(local.collection);
+    }
+    for (const collection of touched) {
+      const left = (this.byCollection.get(collection) ?? []).filter((s) => s.client !== client);
+      if (left.length > 0) this.byCollection.set(collection, left);
+      else this.byCollection.delete(collection);
+    }
   }
 
-  private async forward(owner: string, clientId: string): Promise<void> {
+  /** Ends a client's stream for `reason` (delivery gave up on it): the SDK reconnects and resubscribes. */
+  private endClient(client: LocalClient, reason: string): void {
+    this.options.logger.warn(`realtime: the stream of client ${client.id} is ended: ${reason}`);
+    client.stream?.end();
+  }
+
+  /**
+   * Has the instance holding the stream apply the subscriptions the registry now holds, with the
+   * POST's whole `identity` (in the notifications, never in a table), and waits for its ack.
+   */
+  private async forward(owner: string, clientId: string, identity: Identity | null): Promise<void> {
     const token = randomBytes(12).toString('hex');
     let timer: NodeJS.Timeout | undefined;
     const acked = new Promise<boolean>((resolve) => {
@@ -261,8 +292,9 @@ export class RealtimeHub {
       timer = setTimeout(() => resolve(false), FORWARD_TIMEOUT_MS);
     });
     try {
-      const message: InstanceMessage = { t: 'sync', c: clientId, a: token, r: this.instanceId };
-      await this.clientRegistry.notify(instanceChannel(owner), JSON.stringify(message));
+      const parts = splitIdentity(identity);
+      const messages = parts.map((d, i): InstanceMessage => ({ t: 'sync', c: clientId, a: token, r: this.instanceId, i, n: parts.length, d }));
+      await this.clientRegistry.notify(instanceChannel(owner), messages.map((m) => JSON.stringify(m)));
       if (!(await acked)) throw new UnavailableError(undefined, 'realtime_unavailable');
     } finally {
       clearTimeout(timer);
@@ -286,10 +318,17 @@ export class RealtimeHub {
       this.pendingAcks.get(message.a)?.();
       return;
     }
-    if (message.t === 'sync' && typeof message.c === 'string' && typeof message.r === 'string') {
+    if (message.t === 'sync' && typeof message.c === 'string' && typeof message.r === 'string' && typeof message.a === 'string') {
+      let forwarded: { identity: Identity | null } | undefined;
+      if (message.n !== undefined) {
+        forwarded = this.handoffs.add(message.a, message.i, message.n, message.d);
+        // More parts to come (or a malformed hand-off, dropped: its POST answers 503).
+        if (!forwarded) return;
+      }
       void (async () => {
         const row = await this.clientRegistry.loadClient(message.c);
-        if (row) {
+        // The registry row holds the identity of the latest POST: a hand-off of another one is stale, and not applied.
+        if (row && (forwarded === undefined || (forwarded.identity?.id ?? null) === (row.identity?.id ?? null))) {
           const subs: Subscription[] = [];
           for (const raw of row.subscriptions) {
             try {
@@ -298,10 +337,10 @@ export class RealtimeHub {
               // Checked by the instance that took the POST; a subscription it accepted and this one cannot read receives nothing.
             }
           }
-          this.apply(message.c, row.identity, subs);
+          await this.apply(message.c, forwarded ? forwarded.identity : row.identity, subs);
         }
         const ack: InstanceMessage = { t: 'ack', a: message.a };
-        await this.clientRegistry.notify(instanceChannel(message.r), JSON.stringify(ack));
+        await this.clientRegistry.notify(instanceChannel(message.r), [JSON.stringify(ack)]);
       })().catch((err: unknown) => this.report('realtime: could not apply forwarded subscriptions', err));
     }
   }
@@ -320,7 +359,7 @@ export class RealtimeHub {
           this.readAgain = false;
           await this.reader.readNew(
             (changes) => this.deliverPage(changes),
-            () => [...this.byCollection].flatMap(([collection, subs]) => (subs.size > 0 ? [collection.table] : [])),
+            () => [...this.byCollection.keys()].map((collection) => collection.table),
           );
         } while (this.readAgain && !this.closing);
       } finally {
@@ -338,95 +377,31 @@ export class RealtimeHub {
 
   private async beat(): Promise<void> {
     const { instanceHeartbeatMs, outboxRetentionMs } = this.options.settings;
-    const remade = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * instanceHeartbeatMs);
+    const { remade, captureWasOn } = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * instanceHeartbeatMs);
+    if (!captureWasOn && this.clients.size > 0) {
+      // Every instance's row had expired (this one stalled longer than 3 heartbeats, alone): the
+      // changes written meanwhile were not captured. Its clients reconnect and resubscribe, as
+      // after any lost stream, rather than wait silently for what will never come.
+      this.options.logger.warn(`realtime: this instance missed its heartbeats and no other realtime instance was live; changes written meanwhile were not captured, so its ${this.clients.size} streams are ended`);
+      for (const client of [...this.clients.values()]) client.stream?.end();
+      return;
+    }
     if (remade) {
       // Another instance took this one for gone (it was silent too long) and removed its clients: register the open ones again.
       for (const client of this.clients.values()) {
         await this.clientRegistry.addClient(client.id, { identity: client.identity, subscriptions: client.subscriptions.map((s) => s.sub.raw) });
       }
     }
-    await this.clientRegistry.pruneOutbox(outboxRetentionMs);
+    await this.clientRegistry.pruneOutbox({ retentionMs: outboxRetentionMs, idleRetentionMs: IDLE_OUTBOX_RETENTION_MS });
   }
 
-  /**
-   * One page of changes (in order) to every local subscription they reach, each client written
-   * once for the whole page: under load the cost per stream is per read, not per change. Frames
-   * are written only after the whole page is prepared, so a page that fails (and is read again)
-   * has written nothing.
-   */
+  /** One page of changes (in order) to every local subscription they reach (deliver-changes.ts). */
   private async deliverPage(changes: readonly Change[]): Promise<void> {
-    const frames = new Map<LocalClient, string>();
-    for (const change of changes) await this.deliver(change, frames);
-    for (const [client, text] of frames) client.stream?.write(text);
-  }
-
-  /** One change's frames for every local subscription it reaches, appended to `frames`: rules in batched statements, the record shaped once per shape. */
-  private async deliver(change: Change, frames: Map<LocalClient, string>): Promise<void> {
-    const collection = this.byTable.get(change.collection);
-    const subscribed = collection && this.byCollection.get(collection);
-    if (!collection || !subscribed || subscribed.size === 0) return;
-    const candidates = [...subscribed].filter((local) => local.sub.recordId === undefined || local.sub.recordId === change.recordId);
-    if (candidates.length === 0) return;
-    const { holds, failed } = await matchConditions(
-      this.db,
-      collection,
-      change.row,
-      candidates.map((local) => this.conditionsOf(local)),
-    );
-    candidates.forEach((local, i) => {
-      if (!failed[i]) return;
-      // Its rule or filter fails (or runs past the statement timeout) on a real row: it receives
-      // nothing more, so that it costs its failure once, not on every change.
-      local.conditions = 'denied';
-      local.broken = true;
-      this.report(`realtime: the subscription "${local.sub.raw.slice(0, 200)}" of client ${local.client.id} fails its rule check and receives nothing more`, 'its condition failed');
-    });
-    const groups = new Map<string, LocalSubscription[]>();
-    candidates.forEach((local, i) => {
-      if (!holds[i] || !local.client.stream?.isOpen) return;
-      const group = groups.get(local.shapeGroup);
-      if (group) group.push(local);
-      else groups.set(local.shapeGroup, [local]);
-    });
-    if (groups.size === 0) return;
-    const values = readRow(collection, change.row);
-    for (const members of groups.values()) {
-      const first = members[0];
-      let data: string;
-      try {
-        const [record] = await this.options.presenter.present({ collection, records: [values], caller: first.caller, shape: first.sub.shape, store: this.store });
-        data = JSON.stringify({ action: change.action, record });
-      } catch (err) {
-        this.report(`realtime: a ${change.action} of ${collection.name} could not be shaped for "${first.sub.raw.slice(0, 200)}"`, err);
-        continue;
-      }
-      for (const local of members) frames.set(local.client, (frames.get(local.client) ?? '') + frameMessage(local.client.id, local.sub.raw, data));
-    }
-  }
-
-  private conditionsOf(local: LocalSubscription): Conditions {
-    if (local.conditions !== undefined && (local.cacheable || local.broken)) return local.conditions;
-    const { registry } = this.options;
-    let conditions: Conditions;
-    try {
-      const rule = compileRule({ registry, collection: local.collection, action: local.sub.recordId === undefined ? 'list' : 'view', caller: local.caller });
-      const filter = compileUserFilter({ registry, collection: local.collection, filter: local.sub.filter, caller: local.caller });
-      conditions = fenceFilter(rule, filter);
-    } catch {
-      // A `null` rule for a non-superuser (403), or a filter this identity may not use: nothing reaches it.
-      conditions = 'denied';
-    }
-    local.conditions = conditions;
-    return conditions;
+    await this.delivery.deliverPage(changes, (collection) => this.byCollection.get(collection) ?? []);
   }
 
   private report(message: string, err: unknown): void {
     if (this.closing) return;
     this.options.logger.warn(`${message}: ${err instanceof Error ? err.message : String(err)}`);
   }
-}
-
-/** Who a subscription's rules are checked for: the client's identity, `@request.query.*` from its options, method GET. */
-function callerOf(identity: Identity | null, sub: Subscription): Caller {
-  return { request: { auth: identity, query: sub.query, body: {}, method: 'GET' } };
 }

@@ -47,20 +47,37 @@ export class SseStream {
     return !this.closed;
   }
 
+  /** Bytes that may still be written before the client counts as too far behind. */
+  get room(): number {
+    return this.closed ? 0 : Math.max(0, this.options.maxBufferBytes - this.res.writableLength);
+  }
+
   /** Writes one message; false when the stream is closed or was just dropped for being too far behind. */
   send(event: string, data: string): boolean {
     return this.write(frameMessage(this.clientId, event, data));
   }
 
-  /** Writes already framed text (several messages joined); false as for send. */
+  /** Writes already framed text; false as for send. */
   write(text: string): boolean {
+    return this.writeChunks([text], Buffer.byteLength(text));
+  }
+
+  /**
+   * Writes frames given as chunks, `bytes` in all: a message's data is one Buffer shared by
+   * reference by every frame that carries it, never copied per subscription. A client whose
+   * unsent bytes would pass `maxBufferBytes` with these is dropped instead (its EventSource
+   * reconnects); false then, or when the stream is closed.
+   */
+  writeChunks(chunks: readonly (string | Buffer)[], bytes: number): boolean {
     if (this.closed) return false;
-    if (this.res.writableLength > this.options.maxBufferBytes) {
+    if (this.res.writableLength + bytes > this.options.maxBufferBytes) {
       this.res.destroy();
       this.end();
       return false;
     }
-    this.res.write(text);
+    this.res.cork();
+    for (const chunk of chunks) this.res.write(chunk);
+    this.res.uncork();
     (this.res as Response & { flush?: () => void }).flush?.();
     return true;
   }

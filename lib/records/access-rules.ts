@@ -22,6 +22,8 @@ export interface RuleOptions {
   caller: Caller;
   /** The write's normalised values (lib/records/normalize-write.ts); `{}` for reads and deletes. */
   body?: Record<string, unknown>;
+  /** Macros bound as DeferredValues, for a rule compiled once and checked many times (FilterContext.deferMacros). */
+  deferMacros?: boolean;
 }
 
 /**
@@ -38,7 +40,7 @@ export function compileRule(options: RuleOptions): SqlFragment[] {
   return [
     compileStaticOnce(collection, 'rule', rule, () => {
       const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
-      return compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date() });
+      return compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date(), deferMacros: options.deferMacros });
     }),
   ];
 }

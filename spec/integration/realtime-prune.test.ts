@@ -1,8 +1,12 @@
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
-import { OUTBOX_TABLE, realtimeTableStatements } from '../../lib/realtime/outbox-schema.js';
+import { CLIENTS_TABLE, OUTBOX_TABLE, realtimeTableStatements } from '../../lib/realtime/outbox-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 
-/** The outbox prune removes old rows in batches of 1,000, each its own transaction, and keeps recent ones. */
+/**
+ * The outbox prune removes old rows in batches of 1,000, each its own transaction, and keeps recent
+ * ones; while no client of any instance subscribes to anything, it keeps only the short idle
+ * retention (issue 29 finding 13).
+ */
 describe.each(testEngines())('outbox prune on %s', (engine) => {
   let database: TestDatabase;
   beforeAll(async () => {
@@ -12,25 +16,50 @@ describe.each(testEngines())('outbox prune on %s', (engine) => {
   afterAll(async () => {
     await database?.destroy();
   });
+  beforeEach(async () => {
+    await database.db.raw(`DELETE FROM "${OUTBOX_TABLE}"`);
+    await database.db.raw(`DELETE FROM "${CLIENTS_TABLE}"`);
+  });
 
-  test('2,500 old rows go in 3 deleting statements (one per 1,000), the recent rows stay', async () => {
+  /** Outbox rows `ago` old, named prefix1..prefixN. */
+  async function addRows(prefix: string, count: number, ago: string): Promise<void> {
     await database.db.raw(
       `INSERT INTO "${OUTBOX_TABLE}" ("collection", "record_id", "action", "row", "created_at")
-        SELECT 'posts', 'r' || g, 'create', '{}'::jsonb, now() - interval '1 hour' FROM generate_series(1, 2500) AS g`,
+        SELECT 'posts', ? || g, 'create', '{}'::jsonb, now() - ?::interval FROM generate_series(1, ?::int) AS g`,
+      [prefix, ago, count],
     );
-    await database.db.raw(`INSERT INTO "${OUTBOX_TABLE}" ("collection", "record_id", "action", "row") SELECT 'posts', 'new' || g, 'create', '{}'::jsonb FROM generate_series(1, 3) AS g`);
+  }
+  const left = async () => ((await database.db.raw(`SELECT "record_id" FROM "${OUTBOX_TABLE}" ORDER BY "seq"`)) as { rows: { record_id: string }[] }).rows.map((r) => r.record_id);
+  const registry = () => new ClientRegistry(database.db, 'prunetest');
+
+  test('2,500 old rows go in 3 deleting statements (one per 1,000), the recent rows stay', async () => {
+    await addRows('old', 2500, '1 hour');
+    await addRows('new', 3, '0 seconds');
     const deletes: string[] = [];
     const seen = (query: { sql: string }) => void (/DELETE FROM/.test(query.sql) && deletes.push(query.sql));
     database.db.on('query', seen);
     let removed: number;
     try {
-      removed = await new ClientRegistry(database.db, 'prunetest').pruneOutbox(60_000);
+      removed = await registry().pruneOutbox({ retentionMs: 60_000, idleRetentionMs: 30_000 });
     } finally {
       database.db.off('query', seen);
     }
     expect(removed).toBe(2500);
     expect(deletes).toHaveLength(3);
-    const left: { rows: { record_id: string }[] } = await database.db.raw(`SELECT "record_id" FROM "${OUTBOX_TABLE}" ORDER BY "seq"`);
-    expect(left.rows.map((r) => r.record_id)).toEqual(['new1', 'new2', 'new3']);
+    expect(await left()).toEqual(['new1', 'new2', 'new3']);
+  });
+
+  test('with no subscriber anywhere, rows older than the idle retention go at the next prune; with one, they stay for the full retention', async () => {
+    await addRows('minute', 3, '1 minute');
+    await addRows('now', 2, '0 seconds');
+    // A client with an empty subscription list (a stream that never posted) is no subscriber.
+    await registry().addClient('idleclient');
+    expect(await registry().pruneOutbox({ retentionMs: 600_000, idleRetentionMs: 30_000 })).toBe(3);
+    expect(await left()).toEqual(['now1', 'now2']);
+
+    await addRows('minute', 3, '1 minute');
+    await registry().addClient('subscriber', { identity: null, subscriptions: ['posts/*'] });
+    expect(await registry().pruneOutbox({ retentionMs: 600_000, idleRetentionMs: 30_000 })).toBe(0);
+    expect(await left()).toEqual(['now1', 'now2', 'minute1', 'minute2', 'minute3']);
   });
 });

@@ -43,7 +43,7 @@ describe.each(testEngines())('realtime on %s', (engine) => {
   let app: TestApp;
   const open: SseConnection[] = [];
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections: collections(), realtime: { heartbeatMs: 300 } });
+    app = await startTestApp(engine, { collections: collections(), realtime: { heartbeatMs: 300, maxClientsPerAddress: 1_000 } });
   });
   afterEach(() => {
     for (const c of open.splice(0)) c.close();

@@ -5,15 +5,27 @@ import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 const registry = buildSchemaRegistry([{ name: 'posts', fields: [{ name: 'n', type: 'number' }] }]);
 
 describe('realtime schema statements', () => {
-  test('three statement-level triggers per table with transition tables, or their removal', () => {
-    const on = captureTriggerStatements(registry.collections, true);
+  test('three statement-level triggers per table with transition tables, each made only where missing; never removed', () => {
+    const on = captureTriggerStatements(registry.collections);
     expect(on).toHaveLength(3);
-    for (const statement of on) expect(statement).toMatch(/^CREATE OR REPLACE TRIGGER "_recordbase_realtime_\w+" AFTER (INSERT|UPDATE|DELETE) ON "posts" REFERENCING (NEW|OLD) TABLE AS rb_(new|old) FOR EACH STATEMENT/);
-    expect(captureTriggerStatements(registry.collections, false)).toEqual([
-      'DROP TRIGGER IF EXISTS "_recordbase_realtime_insert" ON "posts"',
-      'DROP TRIGGER IF EXISTS "_recordbase_realtime_update" ON "posts"',
-      'DROP TRIGGER IF EXISTS "_recordbase_realtime_delete" ON "posts"',
-    ]);
+    for (const statement of on) {
+      expect(statement).toMatch(/IF NOT EXISTS \(SELECT 1 FROM pg_trigger WHERE tgrelid = format\('%I\.%I', current_schema\(\), 'posts'\)::regclass AND tgname = '_recordbase_realtime_\w+'\)/);
+      expect(statement).toMatch(/CREATE OR REPLACE TRIGGER "_recordbase_realtime_\w+" AFTER (INSERT|UPDATE|DELETE) ON "posts" REFERENCING (NEW|OLD) TABLE AS rb_(new|old) FOR EACH STATEMENT/);
+      expect(statement).not.toMatch(/DROP/);
+    }
+  });
+
+  test('the capture function writes nothing while no realtime instance is live, and a delete carries its snapshot', () => {
+    const fn = realtimeTableStatements().find((s) => s.includes('FUNCTION'))!;
+    expect(fn).toContain(`IF NOT EXISTS (SELECT 1 FROM "_recordbase_realtime_instances" WHERE COALESCE("expires_at", "heartbeat_at" + interval '1 minute') > now()) THEN`);
+    expect(fn).toContain('pg_current_snapshot()');
+  });
+
+  test('columns and indexes of older databases are added only where missing (no table lock otherwise)', () => {
+    const statements = realtimeTableStatements();
+    expect(statements.filter((s) => /ALTER TABLE/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('information_schema.columns'))).toBe(true);
+    expect(statements.filter((s) => /CREATE INDEX/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('to_regclass'))).toBe(true);
+    expect(statements.filter((s) => /ALTER TABLE/.test(s)).map((s) => /ADD COLUMN IF NOT EXISTS "(\w+)"/.exec(s)?.[1])).toEqual(['snapshot', 'expires_at']);
   });
 
   test('the capture function reads whole rows through alias.* (a field may be named like the alias) and pins its search_path', () => {
@@ -34,15 +46,27 @@ describe('realtime schema statements', () => {
 describe('realtime options', () => {
   const base = { collections: [] };
   test('defaults, and false', () => {
-    expect(resolveOptions(base, {}).realtime).toEqual({ heartbeatMs: 25_000, maxClients: 10_000, instanceHeartbeatMs: 5_000, outboxRetentionMs: 600_000, maxClientBufferBytes: 4 * 1024 * 1024 });
+    expect(resolveOptions(base, {}).realtime).toMatchObject({
+      heartbeatMs: 25_000,
+      maxClients: 10_000,
+      maxClientsPerAddress: 100,
+      maxClientsPerIdentity: 50,
+      instanceHeartbeatMs: 5_000,
+      outboxRetentionMs: 600_000,
+      maxClientBufferBytes: 4 * 1024 * 1024,
+      checkTimeoutMs: 500,
+    });
     expect(resolveOptions({ ...base, realtime: false }, {}).realtime).toBe(false);
   });
   test.each([
     [{ heartbeatMs: 0 }, /realtime.heartbeatMs/],
     [{ maxClients: 1.5 }, /realtime.maxClients/],
+    [{ maxClientsPerAddress: 0 }, /realtime.maxClientsPerAddress/],
+    [{ maxClientsPerIdentity: '5' }, /realtime.maxClientsPerIdentity/],
     [{ instanceHeartbeatMs: 2 ** 31 }, /realtime.instanceHeartbeatMs/],
     [{ outboxRetentionMs: -1 }, /realtime.outboxRetentionMs/],
     [{ maxClientBufferBytes: '4' }, /realtime.maxClientBufferBytes/],
+    [{ checkTimeoutMs: 2 ** 31 }, /realtime.checkTimeoutMs/],
   ])('%j throws', (realtime, message) => {
     expect(() => resolveOptions({ ...base, realtime: realtime as never }, {})).toThrow(message);
   });
