@@ -319,9 +319,13 @@ export class ChangeDelivery {
   private async checkInLane(client: LocalClient, item: Extract<DeliveryItem, { kind: 'check' }>): Promise<DeliveryItem | undefined> {
     const { change } = item;
     const context = this.context(client.address ?? '');
+    // The client may have posted its subscriptions again since: what it still subscribes to is
+    // checked as it is now (with the identity it now has); what it dropped is not.
+    const current = new Map(client.subscriptions.map((s) => [s.sub.raw, s]));
+    const live = item.subscriptions.flatMap((s) => (s.active ? [s] : (current.get(s.sub.raw) ?? [])));
     const groups = new Map<string, { row: Record<string, unknown>; members: LocalSubscription[] }>();
     for (const mode of ['as-written', 'as-now'] as const) {
-      const subscriptions = item.subscriptions.filter((s) => s.active && modeOf(s) === mode);
+      const subscriptions = live.filter((s) => modeOf(s) === mode);
       if (subscriptions.length === 0) continue;
       const outcome = await checkRecords({
         db: this.options.db,

@@ -36,7 +36,7 @@ export interface PreparedSubscription {
 /** A prepared subscription applied to its client. */
 export interface LocalSubscription extends PreparedSubscription {
   readonly client: LocalClient;
-  /** False once the client replaced its subscriptions: checks still waiting for it are dropped. */
+  /** False once the client replaced its subscriptions: checks still waiting for it go to the new one of the same string, if any. */
   active: boolean;
 }
 
