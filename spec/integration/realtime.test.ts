@@ -36,6 +36,8 @@ function collections(): CollectionDefinition[] {
     { name: 'viewonly', fields: [{ name: 'title', type: 'text' }], rules: { ...OPEN_RULES, list: null, view: '' } },
     { name: 'parents', fields: [{ name: 'name', type: 'text' }], rules: OPEN_RULES },
     { name: 'children', fields: [{ name: 'name', type: 'text' }, { name: 'parent', type: 'relation', collection: 'parents', cascadeDelete: true }], rules: OPEN_RULES },
+    { name: 'events', fields: [{ name: 'name', type: 'text' }, { name: 'starts', type: 'date' }], rules: { ...OPEN_RULES, view: 'starts <= @now' } },
+    { name: 'tickets', fields: [{ name: 'seat', type: 'text' }, { name: 'event', type: 'relation', collection: 'events' }], rules: OPEN_RULES },
   ];
 }
 
@@ -187,6 +189,19 @@ describe.each(testEngines())('realtime on %s', (engine) => {
     expect((await app.http.patch(api(`viewonly/records/${record.body.id}`)).send({ title: 'v2' })).status).toBe(200);
     await settle(v, ['viewonly/*', `viewonly/${record.body.id}`]);
     expect(v.messages().filter((m) => m.event !== 'parents/*').map((m) => m.event)).toEqual([`viewonly/${record.body.id}`]);
+  });
+
+  test("a relation hop's target view rule that reads @now is read at each change, not frozen at the first (issue 30 bug 3)", async () => {
+    const soon = new Date(Date.now() + 1_500).toISOString();
+    const event = await create('events', { name: 'gig', starts: soon });
+    const topic = `tickets/*?options=${encodeURIComponent(JSON.stringify({ query: { filter: "event.name = 'gig'" } }))}`;
+    const sse = await subscribe([topic]);
+    // The first change compiles (and before issue 29, froze) the subscription's conditions: the event has not started.
+    await create('tickets', { seat: 'early', event: event.body.id });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const late = await create('tickets', { seat: 'late', event: event.body.id });
+    await sse.next((e) => e.event === topic && e.data!.includes(late.body.id as string));
+    expect(sse.messages(topic).map((m) => m.data.record.seat)).toEqual(['late']);
   });
 
   test('a delete is checked against the row as it was', async () => {
