@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Identity } from '../auth/identity.js';
-import { ForbiddenError, RecordbaseError } from '../errors.js';
+import { RecordbaseError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import { compileRule, fenceFilter } from '../records/access-rules.js';
 import { isSuperuser, type Caller } from '../records/caller.js';
@@ -83,13 +83,8 @@ export function compileSubscriptionConditions(options: SubscriptionConditionOpti
     filterFragments = [{ sql: compiled.sql, bindings: compiled.bindings }];
     cost = compiled.cost;
   }
-  let rule: SqlFragment[];
-  try {
-    rule = compileRule({ registry, collection, action, caller, deferMacros: true });
-  } catch (err) {
-    if (err instanceof ForbiddenError) return { fragments: 'denied', deferred: false, rowLocal: true, cheap: true, cost };
-    throw err;
-  }
+  const rule = compileRule({ registry, collection, action, caller, deferMacros: true });
+  if (rule === 'denied') return { fragments: 'denied', deferred: false, rowLocal: true, cheap: true, cost };
   const fragments = fenceFilter(rule, filterFragments);
   const ruleText = isSuperuser(caller) ? undefined : collection.rules[action] ?? undefined;
   const ruleNode = ruleText === undefined || ruleText.trim() === '' ? undefined : parseFilterCached(ruleText);

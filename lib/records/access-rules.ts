@@ -1,4 +1,4 @@
-import { BadRequestError, ForbiddenError, SchemaError } from '../errors.js';
+import { BadRequestError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import type { FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
@@ -27,15 +27,23 @@ export interface RuleOptions {
 }
 
 /**
- * The SQL conditions that a rule adds for this caller: none for superusers and for `""`, the
- * compiled expression otherwise. A `null` rule refuses everyone but superusers with 403, before
- * any query runs.
+ * What a rule decides for a caller: `'denied'` (a `null` rule refuses everyone but superusers,
+ * whatever the record), or the SQL conditions a record must meet (`[]`: every record). A value,
+ * not a thrown 403, because each caller answers a refusal its own way: the record service's
+ * operations with a 403, a protected file with a 404, an error message by leaving a name out,
+ * expand and realtime with nothing.
  */
-export function compileRule(options: RuleOptions): SqlFragment[] {
+export type RuleDecision = 'denied' | SqlFragment[];
+
+/**
+ * The decision of the rule for `options.action` on this caller: no conditions for superusers and
+ * for `""`, `'denied'` for `null`, the compiled expression otherwise.
+ */
+export function compileRule(options: RuleOptions): RuleDecision {
   const { collection, action, caller } = options;
   if (isSuperuser(caller)) return [];
   const rule = collection.rules[action];
-  if (rule === null) throw new ForbiddenError('Only superusers can perform this action.');
+  if (rule === null) return 'denied';
   if (rule.trim() === '') return [];
   return [
     compileStaticOnce(collection, 'rule', rule, () => {
@@ -54,22 +62,28 @@ const staticFilters = new LruCachePerOwner<string, SqlFragment>(200);
 
 /**
  * `compile()`, or its earlier result for the same collection, mode and text when the filter
- * cannot depend on the request: every name in it is a plain field of the collection (no
- * `@request`, `@collection`, macro such as `@now`, no relation path, whose hops carry the
- * target's view rule for this request). Anything else compiles every time.
+ * cannot depend on the request (isStaticFilter). Anything else compiles every time.
  */
 function compileStaticOnce(collection: CollectionSchema, mode: string, text: string, compile: () => SqlFragment): SqlFragment {
   const key = `${mode}\n${text}`;
   const hit = staticFilters.get(collection, key);
   if (hit) return hit;
   const compiled = compile();
-  if (isStaticFilter(parseFilterCached(text))) staticFilters.set(collection, key, compiled);
+  if (isStaticFilter(parseFilterCached(text), collection)) staticFilters.set(collection, key, compiled);
   return compiled;
 }
 
-function isStaticFilter(node: FilterNode): boolean {
-  if (node.type !== 'comparison') return node.items.every(isStaticFilter);
-  return [node.left, node.right].every((operand) => operand.type !== 'identifier' || (operand.segments.length === 1 && !operand.name.startsWith('@')));
+/**
+ * Whether a filter or rule on `collection` compiles to the same SQL for every request and at
+ * every moment, so that its compiled form may be reused: every name in it is a field of the
+ * collection itself. Anything else may read the caller or the clock: `@request.*`, a macro such
+ * as `@now`, `@collection.*`, and a relation hop or back-relation (`author.name`, or
+ * `comments_via_post` even without a dot), which carries its target's view rule for this
+ * request. Decided on the parsed filter and the schema, never on the text.
+ */
+export function isStaticFilter(node: FilterNode, collection: CollectionSchema): boolean {
+  if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection));
+  return [node.left, node.right].every((operand) => operand.type !== 'identifier' || (operand.segments.length === 1 && collection.field(operand.name) !== undefined));
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */

@@ -1,4 +1,4 @@
-import { BadRequestError, ForbiddenError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import { RECORD_ALIAS, type RecordStore, type RecordValues } from '../db/record-store.js';
 import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../query/sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
@@ -127,16 +127,6 @@ export class ExpandBudget {
   }
 }
 
-/** The target's view rule for this caller, or undefined when it refuses everything (`null`). */
-function viewConditions(run: ExpandRun, collection: CollectionSchema): SqlFragment[] | undefined {
-  try {
-    return compileRule({ registry: run.registry, collection, action: 'view', caller: run.caller });
-  } catch (err) {
-    if (err instanceof ForbiddenError) return undefined;
-    throw err;
-  }
-}
-
 /** Sets `out.expand[name]`, and says whether this was the record's first expanded relation. */
 function attach(item: ExpandItem, name: string, value: unknown): boolean {
   const first = item.out.expand === undefined;
@@ -261,8 +251,9 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const relation = resolveRelation({ registry: run.registry, collection, name, canSeeHidden: showHidden });
     if (!relation) continue;
     const target = relation.kind === 'field' ? relation.target : relation.collection;
-    const where = viewConditions(run, target);
-    if (!where) continue;
+    // A target whose view rule refuses this caller (`null`) is left out of the expansion.
+    const where = compileRule({ registry: run.registry, collection: target, action: 'view', caller: run.caller });
+    if (where === 'denied') continue;
     const rows = await readRelated(run, { relation, target, items, where });
     if (rows.length === 0) continue;
     const related: ExpandNode[] = rows.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }), copies: 0 }));

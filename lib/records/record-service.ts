@@ -10,7 +10,7 @@ import type { SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldDefinition } from '../schema/definitions.js';
 import { compileRecordOrder } from './record-order.js';
-import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
+import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction, type RuleDecision } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
 import { deleteRecords, type DeletedRecord } from './delete-records.js';
@@ -264,9 +264,8 @@ export class RecordService {
       const caller = await options.caller();
       if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
       if (isSuperuser(caller)) return { record, field };
-      if (collection.rules.view === null) throw notFound();
-      const where = this.rule(collection, 'view', caller);
-      if (!(await store.selectById({ collection, id: options.id, where }))) throw notFound();
+      const where = this.decide(collection, 'view', caller);
+      if (where === 'denied' || !(await store.selectById({ collection, id: options.id, where }))) throw notFound();
       return { record, field };
     });
   }
@@ -360,8 +359,19 @@ export class RecordService {
     if (Object.keys(write.errors).length > 0) this.validate(collection, write, existing);
   }
 
+  /**
+   * The rule's conditions for an operation the caller asked for (over HTTP, in a batch or through
+   * the server API, which all come here): a `null` rule is their 403, before any query runs.
+   */
   private rule(collection: CollectionSchema, action: RuleAction, caller: Caller, body?: Record<string, unknown>): SqlFragment[] {
-    return compileRule({ registry: this.registry, collection, action, caller, body });
+    const decision = compileRule({ registry: this.registry, collection, action, caller, body });
+    if (decision === 'denied') throw new ForbiddenError('Only superusers can perform this action.');
+    return decision;
+  }
+
+  /** The rule's decision, for the checks that answer a refusal their own way (a 404, `false`). */
+  private decide(collection: CollectionSchema, action: RuleAction, caller: Caller): RuleDecision {
+    return compileRule({ registry: this.registry, collection, action, caller });
   }
 
   /**
@@ -382,13 +392,8 @@ export class RecordService {
   /** Whether the caller may view a record: what an error message may name (a 404 would hide it). */
   private viewCheck(store: RecordStore, caller: Caller): (collection: CollectionSchema, id: string) => Promise<boolean> {
     return async (collection, id) => {
-      let where: SqlFragment[];
-      try {
-        where = this.rule(collection, 'view', caller);
-      } catch (err) {
-        if (err instanceof ForbiddenError) return false;
-        throw err;
-      }
+      const where = this.decide(collection, 'view', caller);
+      if (where === 'denied') return false;
       return (await store.selectById({ collection, id, where })) !== undefined;
     };
   }

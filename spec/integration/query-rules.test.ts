@@ -1,6 +1,9 @@
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { ForbiddenError } from '../../lib/index.js';
+import { OPEN_RULES } from '../support/open-rules.js';
+import { openSse } from '../support/sse-reader.js';
+import { createMemoryLogger, startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
-import { ALICE, BOB, G, P, ROOT, createRows, expectBadRequest, listRecords, ruleCollections, sorted } from '../support/query-fixtures.js';
+import { ALICE, BOB, G, P, ROOT, createRows, expectBadRequest, filterIds, listRecords, ruleCollections, sorted } from '../support/query-fixtures.js';
 
 const GUEST = {};
 const api = (path: string) => `/backend/api/collections/${path}`;
@@ -115,6 +118,63 @@ describe.each(testEngines())('access rules on %s', (engine) => {
         expect((await app.http.delete(api(`members/records/${membership.body.id}`)).set(ROOT)).status).toBe(204);
       }
       expect((await app.http.get(api(`docs/records/${D.bobDraftBlue}`)).set(ALICE)).status).toBe(404);
+    });
+  });
+
+  describe('rule decisions: what may be reused, and who answers a null rule', () => {
+    test("a back-relation named alone carries the target's view rule for each caller, never the first caller's", async () => {
+      // docs visible to alice: her three and bob's two in red (a group she belongs to); to bob:
+      // his three and alice's one in blue; to a guest: none (the view rule needs an identity).
+      const filter = 'docs_via_owner:length >= 3';
+      expect(await filterIds(app, 'people', filter, { headers: ALICE })).toEqual([P.alice]);
+      expect(await filterIds(app, 'people', filter, { headers: BOB })).toEqual([P.bob]);
+      expect(await filterIds(app, 'people', filter, { headers: GUEST })).toEqual([]);
+    });
+
+    test('a null rule is still the same 403 for non-superusers, over HTTP and through the server API', async () => {
+      const created = await app.http.post(api('archive/records')).set(ALICE).send({ text: 'null rule' });
+      expect(created.status).toBe(200);
+      const refused = { status: 403, message: 'Only superusers can perform this action.', data: {} };
+      for (const headers of [GUEST, ALICE]) {
+        const res = await app.http.delete(api(`archive/records/${created.body.id}`)).set(headers);
+        expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: refused });
+      }
+      const archive = app.router.api.collection('archive');
+      for (const as of [null, TEST_IDENTITIES['token-alice']!]) {
+        const err = await archive.delete(created.body.id, { as }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ForbiddenError);
+        expect(err).toMatchObject({ status: 403, code: 'forbidden', message: refused.message });
+      }
+      expect(await db()('archive').where({ id: created.body.id }).first()).toBeDefined();
+      expect(await archive.delete(created.body.id, { as: 'superuser' })).toBe(true);
+    });
+
+    test('an error inside a rule compiled for a realtime subscription is a 500 and is logged, not a silent refusal', async () => {
+      // The host's identity throws when the list rule reads `@request.auth.team`: a host bug, not a `null` rule.
+      const broken = {
+        id: P.alice,
+        get team(): string {
+          throw new TypeError('identity.team is broken');
+        },
+      };
+      const logger = createMemoryLogger();
+      const teams = await startTestApp(engine, {
+        collections: [{ name: 'boards', fields: [{ name: 'team', type: 'text' }], rules: { ...OPEN_RULES, list: 'team = @request.auth.team' } }],
+        auth: (token) => (token === 'token-broken' ? broken : null),
+        logger,
+      });
+      const sse = await openSse(`${teams.baseUrl}/backend/api/realtime`);
+      try {
+        const clientId = await sse.clientId();
+        const res = await teams.http.post('/backend/api/realtime').set('Authorization', 'token-broken').send({ clientId, subscriptions: ['boards/*'] });
+        expect(res.status).toBe(500);
+        expect(res.body).toEqual({ status: 500, message: expect.any(String), data: {} });
+        expect(JSON.stringify(res.body)).not.toContain('identity.team');
+        expect(logger.lines.some((line) => line.includes('/api/realtime'))).toBe(true);
+      } finally {
+        sse.close();
+        await teams.close();
+      }
     });
   });
 
