@@ -11,7 +11,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
-import { OUTBOX_TABLE } from '../lib/realtime/outbox-schema.js';
+import { OUTBOX_TABLE } from '../lib/db/shared-names.js';
 import { benchCollections, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
 
 /** What the seed needs of a database client: node-postgres's Client and PGlite both have it. */

@@ -10,6 +10,7 @@ import { setRequestDatabaseContext } from './http/request-database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
+import { realtimeSchema } from './db/realtime-schema.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
 import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
@@ -79,7 +80,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
       log: { warn: (message: unknown) => logger.warn(`database: ${String(message)}`), error: (message: unknown) => logger.error(`database: ${String(message)}`), deprecate: () => undefined, debug: () => undefined },
     });
     installStatementBounds(database, { maxConnectionsPerClient: resolved.limits.maxConnectionsPerClient, maxWaitingPerClient: resolved.limits.maxWaitingPerClient });
-    await syncDatabaseSchema(database, registry.collections, { realtime: resolved.realtime !== false, logger });
+    await syncDatabaseSchema(database, registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
     const fileTokens = createFileTokens({
       secret: await loadFileTokenSecret({
         secret: resolved.fileTokenSecret,

@@ -8,6 +8,7 @@ import { createRecordsRouter } from '../router.js';
 import { createAppServer } from '../http/create-app-server.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
 import { resolveOptions, type ResolvedOptions } from '../options.js';
+import { realtimeSchema } from '../db/realtime-schema.js';
 import { planDatabaseSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
@@ -116,7 +117,7 @@ async function migrate(args: string[]): Promise<void> {
   } else {
     const db = openConfiguredDatabase(options);
     try {
-      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections, { realtime: options.realtime !== false });
+      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections, { additions: [realtimeSchema(options.realtime !== false)] });
     } finally {
       await db.destroy();
     }

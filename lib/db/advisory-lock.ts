@@ -11,6 +11,15 @@ export async function tryAdvisoryXactLock(trx: Knex.Transaction, key: number): P
 }
 
 /**
+ * Waits for the transaction-scoped advisory lock `key` and holds it until `trx` ends. A text key
+ * (a prefix from shared-names.ts and an id: one lock per id) is hashed into the same 64-bit key
+ * space as the numbered ones (`hashtextextended`).
+ */
+export async function waitForAdvisoryXactLock(trx: Knex.Transaction, key: number | string): Promise<void> {
+  await trx.raw(typeof key === 'number' ? 'SELECT pg_advisory_xact_lock(?::bigint)' : 'SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
+}
+
+/**
  * True when the Knex pool has a single connection (always so for the embedded PGlite). A long
  * transaction there would hold up every other statement of the app, so long-running work must
  * not keep one open.

@@ -29,7 +29,7 @@ class EmbeddedEngine {
   readonly sessions = new WeakMap<object, EmbeddedSession>();
   /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
   lost: Error | undefined;
-  /** Channels every connection LISTENs on, and who hears their notifications (realtime, lib/realtime/change-listener.ts). */
+  /** Channels every connection LISTENs on, and who hears their notifications (realtime, notification-listener.ts). */
   readonly channels = new Set<string>();
   readonly notificationHandlers = new Set<(channel: string, payload: string) => void>();
   /**

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { SETTINGS_TABLE } from '../schema/plan-migration.js';
+import { SETTINGS_TABLE } from './shared-names.js';
 
 /**
  * One shared value in `_recordbase_settings`, read and created the same way by every instance on

@@ -1,11 +1,22 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { Logger } from '../http/logger.js';
-import { captureTriggerStatements, hasCaptureFunction, realtimeTableStatements } from '../realtime/outbox-schema.js';
-import { META_TABLE, planMigration, SETTINGS_TABLE, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
+import { planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
+import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
 
-/** One constant key: every recordbase instance on a database serialises its schema sync on it. */
-const MIGRATION_LOCK_KEY = 727_274_001;
+/**
+ * Statements a feature adds to the schema sync (realtime's tables, function and triggers: the
+ * router passes `realtimeSchema`), so that the sync knows collections and nothing of the features
+ * built on them. They run after the collections' plan, in the same transaction and under the same
+ * lock, so several instances starting together apply them once.
+ */
+export interface SchemaAddition {
+  /** What to run now, given the declared collections; may read the database first (`trx`). */
+  statements(trx: Knex.Transaction, collections: readonly CollectionSchema[]): Promise<readonly string[]>;
+  /** A line logged (`info`) once the sync has committed: what this instance's choice means for the others. */
+  readonly notice?: string;
+}
 
 /** Reads what the migration planner needs: columns, indexes and our bookkeeping rows. */
 export async function readDatabaseState(db: Knex | Knex.Transaction, tables: readonly string[]): Promise<DatabaseState> {
@@ -43,24 +54,18 @@ export async function planDatabaseSync(db: Knex, collections: readonly Collectio
 }
 
 /**
- * Brings the database up to date with the declared collections, in one transaction under an
- * advisory lock so that several instances starting together apply the plan once. Throws the
- * planner's SchemaError on an unsafe change, leaving the database untouched. With `realtime`
- * (the default) it also makes realtime's tables and capture function and installs the capture
- * triggers on every collection table (lib/realtime/outbox-schema.ts). Without, it leaves realtime
- * to the instances that serve it: where the capture function exists it installs the triggers on
- * this instance's collections too (a collection only this instance declares is captured for the
- * others), where it does not it creates nothing; and it removes nothing (issue 29 finding 11: one
- * instance with realtime off must not switch capture off for the others).
+ * Brings the database up to date with the declared collections and then `additions`, in one
+ * transaction under an advisory lock so that several instances starting together apply the plan
+ * once. Throws the planner's SchemaError on an unsafe change, leaving the database untouched.
  */
 export async function syncDatabaseSchema(
   db: Knex,
   collections: readonly CollectionSchema[],
-  options: { realtime?: boolean; logger?: Pick<Logger, 'info'> } = {},
+  options: { additions?: readonly SchemaAddition[]; logger?: Pick<Logger, 'info'> } = {},
 ): Promise<MigrationPlan> {
-  const realtime = options.realtime ?? true;
+  const additions = options.additions ?? [];
   const plan = await db.transaction(async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
+    await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
     const plan = planMigration(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
     for (const statement of plan.statements) await trx.raw(statement);
     for (const [name, applied] of plan.applied) {
@@ -70,12 +75,9 @@ export async function syncDatabaseSchema(
         .onConflict('name')
         .merge();
     }
-    const capture = realtime || (await hasCaptureFunction(trx));
-    for (const statement of [...(realtime ? realtimeTableStatements() : []), ...(capture ? captureTriggerStatements(collections) : [])]) await trx.raw(statement);
+    for (const addition of additions) for (const statement of await addition.statements(trx, collections)) await trx.raw(statement);
     return plan;
   });
-  if (!realtime) {
-    options.logger?.info('realtime: this instance does not serve realtime (realtime: false); its writes still reach the subscribers of the instances that do');
-  }
+  for (const addition of additions) if (addition.notice !== undefined) options.logger?.info(addition.notice);
   return plan;
 }

@@ -1,20 +1,13 @@
 import type { Knex } from 'knex';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
 import { RecordStore } from '../db/record-store.js';
+import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
 import type { Logger } from '../http/logger.js';
 import { isRecordId } from '../records/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isStoredFileName } from './file-names.js';
 import { listFileNames } from './record-files.js';
 import type { Storage, StoredObject } from './storage.js';
-
-/**
- * The advisory lock key of the file sweep (the schema sync uses 727_274_001). Every recordbase
- * instance and `recordbase clean` on one database use this key, so only one of them sweeps at a
- * time; the others find it taken and skip their run. A fixed 32-bit value, so it can be spotted
- * in `pg_locks` (`objid = 727274002` with `classid = 0`).
- */
-export const FILE_SWEEP_LOCK_KEY = 727_274_002;
 
 /** Old enough candidates looked up per round trip: bounds memory and statement size on large stores. */
 const BATCH_SIZE = 500;

@@ -1,20 +1,8 @@
 import type { Knex } from 'knex';
-import { quoteIdent as q } from '../query/sql-fragment.js';
-import { OUTBOX_TABLE } from './outbox-schema.js';
+import { readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime-outbox-sql.js';
 
-/** One committed change, as the capture trigger wrote it. */
-export interface Change {
-  readonly seq: string;
-  readonly collection: string;
-  readonly recordId: string;
-  readonly action: 'create' | 'update' | 'delete';
-  /** The row as stored (`to_jsonb`): after a create or update, before a delete. */
-  readonly row: Record<string, unknown>;
-  /** The writing transaction's id (`xid8`, as text). */
-  readonly tx: string;
-  /** A delete's only: the deleting statement's snapshot (`pg_snapshot`, as text `xmin:xmax:xip,...`), what that transaction could see. */
-  readonly snapshot?: string;
-}
+/** One committed change, as delivery sees it (the outbox row: OutboxChange). */
+export type Change = OutboxChange;
 
 /** Rows read per statement: a 100,000-row bulk delete is read (and delivered) in pages. */
 const PAGE_SIZE = 500;
@@ -40,7 +28,7 @@ export class ChangeReader {
 
   /** Starts at the present: changes committed before this are not delivered. */
   async start(): Promise<void> {
-    this.position = await this.currentXmin();
+    this.position = await readCurrentXmin(this.db);
   }
 
   /**
@@ -54,7 +42,7 @@ export class ChangeReader {
     if (this.position === undefined) throw new Error('ChangeReader.readNew before start');
     const from = this.position;
     if (!this.window) {
-      const to = await this.currentXmin();
+      const to = await readCurrentXmin(this.db);
       if (to === from) return 0;
       this.window = { to, after: '0' };
     }
@@ -66,28 +54,10 @@ export class ChangeReader {
       // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
       const collections = wanted();
       if (collections.length === 0) break;
-      const result: {
-        rows: { seq_text: string; collection: string; record_id: string; action: Change['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null }[];
-      } = await this.db.raw(
-        // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
-        `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text" FROM ${q(OUTBOX_TABLE)} AS o
-          WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ${PAGE_SIZE}`,
-        [from, to, window.after, [...collections]],
-      );
-      const rows = result.rows;
+      const rows = await readOutboxPage(this.db, { from, to, after: window.after, collections, limit: PAGE_SIZE });
       if (rows.length > 0) {
-        await deliver(
-          rows.map((r) => ({
-            seq: r.seq_text,
-            collection: r.collection,
-            recordId: r.record_id,
-            action: r.action,
-            row: r.row,
-            tx: r.tx_text,
-            ...(r.snapshot_text === null ? {} : { snapshot: r.snapshot_text }),
-          })),
-        );
-        window.after = rows[rows.length - 1].seq_text;
+        await deliver(rows);
+        window.after = rows[rows.length - 1].seq;
         total += rows.length;
       }
       if (rows.length < PAGE_SIZE) break;
@@ -95,10 +65,5 @@ export class ChangeReader {
     this.position = to;
     this.window = undefined;
     return total;
-  }
-
-  private async currentXmin(): Promise<string> {
-    const result: { rows: { xmin: string }[] } = await this.db.raw('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin');
-    return result.rows[0].xmin;
   }
 }

@@ -4,19 +4,19 @@ import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import { boundedKnex } from '../db/bound-statements.js';
 import { clientKeyOfAddress } from '../db/fair-gate.js';
+import { startNotificationListener, type NotificationListener } from '../db/notification-listener.js';
 import type { RecordStore } from '../db/record-store.js';
+import { CHANGES_CHANNEL, instanceChannel } from '../db/shared-names.js';
 import { BadRequestError, UnavailableError } from '../errors.js';
 import type { Logger } from '../http/logger.js';
 import type { Limits, RealtimeSettings } from '../options.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { ChangeReader, type Change } from './change-reader.js';
-import { startChangeListener, type ChangeListener } from './change-listener.js';
 import { ClientRegistry } from './client-registry.js';
 import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
 import type { LocalClient, LocalSubscription, PreparedSubscription } from './local-client.js';
-import { CHANGES_CHANNEL, instanceChannel } from './outbox-schema.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, type Subscription } from './parse-subscription.js';
 import { SseStream } from './sse-stream.js';
 import { StreamSlots } from './stream-slots.js';
@@ -83,7 +83,7 @@ export class RealtimeHub {
   private readonly handoffs = new IdentityHandoffs(FORWARD_TIMEOUT_MS);
   /** Streams per client address (maxClientsPerAddress). */
   private readonly streamSlots: StreamSlots;
-  private listener: ChangeListener | undefined;
+  private listener: NotificationListener | undefined;
   private timers: NodeJS.Timeout[] = [];
   private reading = false;
   private readAgain = false;
@@ -131,7 +131,7 @@ export class RealtimeHub {
       }
     }
     await hub.reader.start();
-    hub.listener = await startChangeListener({
+    hub.listener = await startNotificationListener({
       db: options.db,
       channels: [CHANGES_CHANNEL, instanceChannel(hub.clientRegistry.instanceId)],
       logger: options.logger,

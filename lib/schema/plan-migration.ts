@@ -1,15 +1,7 @@
 import { SchemaError } from '../errors.js';
+import { META_TABLE, SETTINGS_TABLE } from '../db/shared-names.js';
 import { quoteIdent as q } from '../query/sql-fragment.js';
 import { shortenIdentifier, type CollectionSchema, type FieldSchema, type StorageKind } from './collection-schema.js';
-
-/** The table recordbase keeps its own bookkeeping in: the last applied definition per collection. */
-export const META_TABLE = '_rb_collections';
-
-/**
- * Values every instance on the database must share, by key (the file-token secret): kept in the
- * database so that instances need no shared disk or configuration to agree.
- */
-export const SETTINGS_TABLE = '_recordbase_settings';
 
 /** What a collection looked like when it was last synced (stored in META_TABLE). */
 export interface AppliedCollection {

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../../lib/db/open-embedded-database.js';
 import { RecordStore } from '../../lib/db/record-store.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
-import { FILE_SWEEP_LOCK_KEY } from '../../lib/files/sweep-files.js';
+import { FILE_SWEEP_LOCK_KEY } from '../../lib/db/shared-names.js';
 import { buildSchemaRegistry, type CollectionSchema } from '../../lib/schema/collection-schema.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
 import { ensureBuilt } from '../support/built-package.js';

@@ -10,7 +10,7 @@ import { diskStorage } from '../../lib/files/disk-storage.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
-import { SETTINGS_TABLE } from '../../lib/schema/plan-migration.js';
+import { SETTINGS_TABLE } from '../../lib/db/shared-names.js';
 import { fileCollections } from '../support/file-fixtures.js';
 import { createMemoryLogger, TEST_IDENTITIES } from '../support/test-app.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';

@@ -4,7 +4,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Jimp } from 'jimp';
-import { SETTINGS_TABLE } from '../../lib/schema/plan-migration.js';
+import { SETTINGS_TABLE } from '../../lib/db/shared-names.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { fileCollections, makePng } from '../support/file-fixtures.js';
 import { startInstances, type Instance, type SharedStorage } from '../support/multi-instance.js';

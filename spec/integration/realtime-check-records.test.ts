@@ -1,3 +1,4 @@
+import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { checkRecords, type CheckTarget, type Conditions } from '../../lib/realtime/check-records.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
@@ -13,7 +14,7 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
   const owner = (id: string): Conditions => [{ sql: '"r"."owner" = ?::text', bindings: [id] }];
   beforeAll(async () => {
     database = await openTestDatabase(engine);
-    await syncDatabaseSchema(database.db, registry.collections, { realtime: true });
+    await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     // Capture runs while a realtime instance is live (docs/realtime.md): this test stands in for one.
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
     await database.db.raw(`INSERT INTO "items" ("id", "owner", "n") VALUES ('item00000000001', 'alice', 3), ('item00000000002', 'bob', 7)`);

@@ -1,4 +1,5 @@
 import { RecordStore } from '../../lib/db/record-store.js';
+import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { installStatementBounds } from '../../lib/db/bound-statements.js';
 import { ChangeReader } from '../../lib/realtime/change-reader.js';
@@ -38,7 +39,7 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
   beforeAll(async () => {
     database = await openTestDatabase(engine);
     installStatementBounds(database.db);
-    await syncDatabaseSchema(database.db, registry.collections, { realtime: true });
+    await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import knexFactory from 'knex';
 import type { CollectionDefinition } from '../../lib/index.js';
-import { CLIENTS_TABLE } from '../../lib/realtime/outbox-schema.js';
+import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { startSiblingRouter, startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines, testKnexLog } from '../support/test-database.js';

@@ -1,5 +1,6 @@
+import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
+import { CLIENTS_TABLE, FILE_SWEEP_LOCK_KEY, OUTBOX_PRUNE_LOCK_KEY, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
-import { CLIENTS_TABLE, OUTBOX_TABLE, realtimeTableStatements } from '../../lib/realtime/outbox-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 
 /**
@@ -62,4 +63,25 @@ describe.each(testEngines())('outbox prune on %s', (engine) => {
     expect(await registry().pruneOutbox({ retentionMs: 600_000, idleRetentionMs: 30_000 })).toBe(0);
     expect(await left()).toEqual(['now1', 'now2', 'minute1', 'minute2', 'minute3']);
   });
+
+  if (engine === 'postgres') {
+    // Only on Postgres: PGlite has one connection, so no other session can hold a lock while the
+    // prune runs (and advisory locks are re-entrant within one session).
+    test('another session sweeping files (holding the sweep lock) does not stop the prune; another pruning does (issue 30 bug 1)', async () => {
+      await addRows('old', 3, '1 hour');
+      const holdWhilePruning = async (key: number): Promise<number> => {
+        const other = await database.db.transaction();
+        try {
+          await other.raw('SELECT pg_advisory_xact_lock(?::bigint)', [key]);
+          return await registry().pruneOutbox({ retentionMs: 60_000, idleRetentionMs: 30_000 });
+        } finally {
+          await other.commit();
+        }
+      };
+      expect(await holdWhilePruning(OUTBOX_PRUNE_LOCK_KEY)).toBe(0);
+      expect(await left()).toEqual(['old1', 'old2', 'old3']);
+      expect(await holdWhilePruning(FILE_SWEEP_LOCK_KEY)).toBe(3);
+      expect(await left()).toEqual([]);
+    });
+  }
 });

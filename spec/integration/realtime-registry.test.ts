@@ -1,7 +1,8 @@
 import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, type CollectionDefinition, type RecordsRouter } from '../../lib/index.js';
 import type { Identity } from '../../lib/auth/identity.js';
-import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE, realtimeTableStatements } from '../../lib/realtime/outbox-schema.js';
+import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
+import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { openSse, type SseConnection } from '../support/sse-reader.js';
 import { createMemoryLogger, startSiblingRouter, startTestApp, TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';

@@ -17,7 +17,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { Limits } from '../../lib/options.js';
-import { CLIENTS_TABLE } from '../../lib/realtime/outbox-schema.js';
+import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
 import { startFreezingProxy, type FreezingProxy } from '../support/freezing-proxy.js';
 import { createMemoryLogger } from '../support/test-app.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';

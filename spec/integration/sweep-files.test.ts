@@ -5,10 +5,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import knexFactory, { type Knex } from 'knex';
 import { RecordStore } from '../../lib/db/record-store.js';
+import { FILE_SWEEP_LOCK_KEY, OUTBOX_PRUNE_LOCK_KEY } from '../../lib/db/shared-names.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import type { Storage, StoredObject } from '../../lib/files/storage.js';
-import { FILE_SWEEP_LOCK_KEY, selectReferencedFileNames, startFileSweeper, sweepUnreferencedFiles } from '../../lib/files/sweep-files.js';
+import { selectReferencedFileNames, startFileSweeper, sweepUnreferencedFiles } from '../../lib/files/sweep-files.js';
 import type { Logger } from '../../lib/http/logger.js';
 import { buildSchemaRegistry, type CollectionSchema, type SchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
@@ -280,6 +281,16 @@ describe.each(testEngines())('the unreferenced-file sweep on %s', (engine) => {
         await trx.commit();
       }
       expect(await sweepUnreferencedFiles({ database: db, registry, storage, minAgeMs: DAY })).toEqual(EXPECTED);
+    });
+
+    test('another instance pruning the realtime outbox (holding its lock) does not stop the sweep (issue 30 bug 1)', async () => {
+      const trx = await db.transaction();
+      try {
+        await trx.raw('SELECT pg_advisory_xact_lock(?::bigint)', [OUTBOX_PRUNE_LOCK_KEY]);
+        expect(await sweepUnreferencedFiles({ database: db, registry, storage, minAgeMs: DAY })).toEqual(EXPECTED);
+      } finally {
+        await trx.commit();
+      }
     });
 
     test('a single-connection pool takes a session lock, honours another holder and releases it afterwards', async () => {

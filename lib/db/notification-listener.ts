@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type pg from 'pg';
 import type { Logger } from '../http/logger.js';
+import { quoteIdent as q } from '../query/sql-fragment.js';
+import { LISTENER_APPLICATION_NAME } from './shared-names.js';
 
 /** What the listener reports: a notification, and "(re)connected: read what you may have missed". */
 export interface ListenerEvents {
@@ -9,17 +11,14 @@ export interface ListenerEvents {
 }
 
 /** A running listener; `close()` stops it for good. */
-export interface ChangeListener {
+export interface NotificationListener {
   close(): Promise<void>;
 }
-
-/** What `pg_stat_activity.application_name` shows for an instance's listening connection. */
-export const LISTENER_APPLICATION_NAME = 'recordbase-realtime';
 
 /** Reconnect delays after the listening connection is lost: doubling from the first, capped at the last. */
 const RECONNECT_DELAYS_MS = [100, 5_000] as const;
 
-/** The embedded client's own notification hook (lib/db/embedded-knex-client.ts). */
+/** The embedded client's own notification hook (embedded-knex-client.ts). */
 interface EmbeddedListenClient {
   listen(channels: readonly string[], handler: (channel: string, payload: string) => void): Promise<() => Promise<void>>;
 }
@@ -35,13 +34,19 @@ function canListen(connection: unknown): connection is pg.Client {
 }
 
 /**
- * LISTENs on `channels` and reports what arrives. On Postgres: one dedicated connection, outside
- * the pool (a pooled one could be recycled, or sit behind a transaction-pooling proxy), named
- * `recordbase-realtime`; when it drops it is reopened with backoff, re-LISTENed, and `onConnected`
- * tells the hub to catch up from its kept position. On the embedded engine: the one connection
- * the pool holds (lib/db/embedded-knex-client.ts), the same events.
+ * LISTENs on `channels` (realtime's, from shared-names.ts) and reports what arrives. On Postgres:
+ * one dedicated connection, outside the pool (a pooled one could be recycled, or sit behind a
+ * transaction-pooling proxy), named LISTENER_APPLICATION_NAME; when it drops it is reopened with
+ * backoff, re-LISTENed, and `onConnected` tells the caller to catch up on what it may have missed.
+ * On the embedded engine: the one connection the pool holds (embedded-knex-client.ts), the same
+ * events.
  */
-export async function startChangeListener(options: { db: Knex; channels: readonly string[]; events: ListenerEvents; logger: Logger }): Promise<ChangeListener> {
+export async function startNotificationListener(options: {
+  db: Knex;
+  channels: readonly string[];
+  events: ListenerEvents;
+  logger: Logger;
+}): Promise<NotificationListener> {
   const { db, channels, events, logger } = options;
   if (isEmbedded(db.client)) {
     const stop = await db.client.listen(channels, events.onNotification);
@@ -80,7 +85,7 @@ export async function startChangeListener(options: { db: Knex; channels: readonl
     next.on('notification', (message: pg.Notification) => events.onNotification(message.channel, message.payload ?? ''));
     try {
       await next.query(`SET application_name = '${LISTENER_APPLICATION_NAME}'`);
-      for (const channel of channels) await next.query(`LISTEN "${channel}"`);
+      for (const channel of channels) await next.query(`LISTEN ${q(channel)}`);
     } catch (error) {
       onLost(error);
       throw error;

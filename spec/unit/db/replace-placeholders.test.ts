@@ -1,4 +1,4 @@
-import { replacePlaceholders } from '../../../lib/realtime/check-records.js';
+import { replacePlaceholders } from '../../../lib/db/evaluate-conditions.js';
 
 describe('replacePlaceholders (conditions evaluated over arrays of their bindings)', () => {
   test('the k-th placeholder becomes the k-th column, casts kept', () => {

@@ -1,15 +1,21 @@
 import type { Knex } from 'knex';
 import { quoteIdent as q } from '../query/sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-
-/** Every committed change of a collection table, written by the capture trigger in the write's own transaction. */
-export const OUTBOX_TABLE = '_recordbase_realtime_outbox';
-/** One row per running instance with realtime on, refreshed by its heartbeat. */
-export const INSTANCES_TABLE = '_recordbase_realtime_instances';
-/** One row per open stream: its owner instance, identity (id and superuser flag only) and subscriptions. */
-export const CLIENTS_TABLE = '_recordbase_realtime_clients';
-/** The channel every change wakes (one notification per committing transaction: identical ones fold). */
-export const CHANGES_CHANNEL = 'recordbase_changes';
+import {
+  CAPTURE_DELETE_TRIGGER,
+  CAPTURE_FUNCTION,
+  CAPTURE_INSERT_TRIGGER,
+  CAPTURE_UPDATE_TRIGGER,
+  CHANGES_CHANNEL,
+  CLIENTS_IDENTITY_INDEX,
+  CLIENTS_INSTANCE_INDEX,
+  CLIENTS_TABLE,
+  INSTANCES_TABLE,
+  OUTBOX_CREATED_INDEX,
+  OUTBOX_TABLE,
+  OUTBOX_TX_INDEX,
+} from './shared-names.js';
+import type { SchemaAddition } from './sync-database-schema.js';
 
 /**
  * When a row of INSTANCES_TABLE stops counting as a live realtime instance: its own `expires_at`,
@@ -17,17 +23,11 @@ export const CHANGES_CHANNEL = 'recordbase_changes';
  */
 export const INSTANCE_EXPIRY_SQL = `COALESCE("expires_at", "heartbeat_at" + interval '1 minute')`;
 
-const CAPTURE_FUNCTION = '_recordbase_realtime_capture';
 const TRIGGERS = [
-  { name: '_recordbase_realtime_insert', event: 'INSERT', transition: 'NEW TABLE AS rb_new' },
-  { name: '_recordbase_realtime_update', event: 'UPDATE', transition: 'NEW TABLE AS rb_new' },
-  { name: '_recordbase_realtime_delete', event: 'DELETE', transition: 'OLD TABLE AS rb_old' },
+  { name: CAPTURE_INSERT_TRIGGER, event: 'INSERT', transition: 'NEW TABLE AS rb_new' },
+  { name: CAPTURE_UPDATE_TRIGGER, event: 'UPDATE', transition: 'NEW TABLE AS rb_new' },
+  { name: CAPTURE_DELETE_TRIGGER, event: 'DELETE', transition: 'OLD TABLE AS rb_old' },
 ] as const;
-
-/** The channel an instance listens on for requests addressed to it (subscription changes, acks). */
-export function instanceChannel(instanceId: string): string {
-  return `recordbase_i_${instanceId}`;
-}
 
 /** A checked identifier as an SQL string literal (identifiers hold no quotes: quoteIdent checks). */
 function literal(name: string): string {
@@ -76,15 +76,15 @@ export function realtimeTableStatements(): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${q(OUTBOX_TABLE)} ("seq" bigserial PRIMARY KEY, "tx" xid8 NOT NULL DEFAULT pg_current_xact_id(), "collection" text NOT NULL, "record_id" text NOT NULL, "action" text NOT NULL, "row" jsonb NOT NULL, "created_at" timestamptz NOT NULL DEFAULT now(), "snapshot" pg_snapshot)`,
     addColumnIfMissing(OUTBOX_TABLE, 'snapshot', 'pg_snapshot'),
-    createIndexIfMissing('_recordbase_realtime_outbox_tx', OUTBOX_TABLE, '"tx"'),
-    createIndexIfMissing('_recordbase_realtime_outbox_created', OUTBOX_TABLE, '"created_at"'),
+    createIndexIfMissing(OUTBOX_TX_INDEX, OUTBOX_TABLE, '"tx"'),
+    createIndexIfMissing(OUTBOX_CREATED_INDEX, OUTBOX_TABLE, '"created_at"'),
     // expires_at stays nullable: older code inserts rows without it (INSTANCE_EXPIRY_SQL).
     `CREATE TABLE IF NOT EXISTS ${q(INSTANCES_TABLE)} ("instance_id" text PRIMARY KEY, "heartbeat_at" timestamptz NOT NULL DEFAULT now(), "expires_at" timestamptz)`,
     addColumnIfMissing(INSTANCES_TABLE, 'expires_at', 'timestamptz'),
     `CREATE TABLE IF NOT EXISTS ${q(CLIENTS_TABLE)} ("client_id" text PRIMARY KEY, "instance_id" text NOT NULL, "identity" jsonb, "subscriptions" jsonb NOT NULL DEFAULT '[]'::jsonb, "updated_at" timestamptz NOT NULL DEFAULT now())`,
-    createIndexIfMissing('_recordbase_realtime_clients_instance', CLIENTS_TABLE, '"instance_id"'),
+    createIndexIfMissing(CLIENTS_INSTANCE_INDEX, CLIENTS_TABLE, '"instance_id"'),
     // The per-identity bound counts an identity's clients at every POST.
-    createIndexIfMissing('_recordbase_realtime_clients_identity', CLIENTS_TABLE, `("identity" ->> 'id')`),
+    createIndexIfMissing(CLIENTS_IDENTITY_INDEX, CLIENTS_TABLE, `("identity" ->> 'id')`),
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
 DECLARE
   snap pg_snapshot;
@@ -99,7 +99,7 @@ BEGIN
     INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n.*) FROM rb_new AS n;
   END IF;
   IF FOUND THEN
-    PERFORM pg_notify('${CHANGES_CHANNEL}', '');
+    PERFORM pg_notify(${literal(CHANGES_CHANNEL)}, '');
   END IF;
   RETURN NULL;
 END
@@ -129,4 +129,23 @@ END $do$`,
 export async function hasCaptureFunction(db: Knex | Knex.Transaction): Promise<boolean> {
   const result: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regprocedure(format('%I.%I()', current_schema(), ${literal(CAPTURE_FUNCTION)})) IS NOT NULL AS "found"`);
   return result.rows[0]?.found === true;
+}
+
+/**
+ * Realtime's part of the schema sync, which the router hands to `syncDatabaseSchema`. An instance
+ * that `serves` realtime makes its tables and capture function and installs the capture triggers
+ * on every collection table. One that does not leaves realtime to the instances that serve it:
+ * where the capture function exists it installs the triggers on its collections too (a collection
+ * only it declares is captured for the others), where it does not it creates nothing; and it
+ * removes nothing (issue 29 finding 11: one instance with realtime off must not switch capture off
+ * for the others).
+ */
+export function realtimeSchema(serves: boolean): SchemaAddition {
+  return {
+    async statements(trx, collections) {
+      const capture = serves || (await hasCaptureFunction(trx));
+      return [...(serves ? realtimeTableStatements() : []), ...(capture ? captureTriggerStatements(collections) : [])];
+    },
+    ...(serves ? {} : { notice: 'realtime: this instance does not serve realtime (realtime: false); its writes still reach the subscribers of the instances that do' }),
+  };
 }

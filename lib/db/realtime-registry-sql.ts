@@ -1,0 +1,177 @@
+import type { Knex } from 'knex';
+import { quoteIdent as q } from '../query/sql-fragment.js';
+import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { INSTANCE_EXPIRY_SQL } from './realtime-schema.js';
+import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
+
+/*
+ * The statements of realtime's registry (lib/realtime/client-registry.ts decides what to do with
+ * them): instances and their expiries, clients and their subscriptions, the outbox prune, and the
+ * notifications between instances. Tables in lib/db/realtime-schema.ts.
+ */
+
+/**
+ * What the registry keeps of an identity: its id (for the identity lock and the per-identity
+ * bound) and whether it is a superuser. Everything rules read stays in the instance holding the
+ * stream (a host's identity may carry a session token).
+ */
+export type StoredIdentity = {
+  id: string;
+  superuser: boolean;
+};
+
+/** A client's row: who it is (StoredIdentity) and what it subscribed to. */
+export interface ClientRow {
+  identity: StoredIdentity | null;
+  subscriptions: readonly string[];
+}
+
+const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
+
+/**
+ * Makes or refreshes an instance's row, live until `lifetimeMs` from now. `inserted`: the row had
+ * to be made (a first start, or another instance took this one for gone); `wasLive`: some
+ * instance's row was live just before (one statement: `before` reads the snapshot the upsert
+ * started from).
+ */
+export async function beatInstance(db: Knex, options: { instanceId: string; lifetimeMs: number }): Promise<{ inserted: boolean; wasLive: boolean }> {
+  const result: { rows: { inserted: boolean; live: boolean }[] } = await db.raw(
+    `WITH "before" AS (SELECT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) AS "live"),
+      "up" AS (INSERT INTO ${q(INSTANCES_TABLE)} ("instance_id", "heartbeat_at", "expires_at") VALUES (?, now(), now() + ?::double precision * interval '1 millisecond')
+        ON CONFLICT ("instance_id") DO UPDATE SET "heartbeat_at" = EXCLUDED."heartbeat_at", "expires_at" = EXCLUDED."expires_at" RETURNING (xmax = 0) AS "inserted")
+      SELECT "up"."inserted", "before"."live" FROM "up", "before"`,
+    [options.instanceId, options.lifetimeMs],
+  );
+  const row = result.rows[0];
+  return { inserted: row?.inserted === true, wasLive: row?.live === true };
+}
+
+/** Removes the instances whose own expiry passed, with their clients. */
+export async function removeExpiredInstances(db: Knex): Promise<void> {
+  await db.raw(
+    `WITH gone AS (DELETE FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} < now() RETURNING "instance_id")
+      DELETE FROM ${q(CLIENTS_TABLE)} WHERE "instance_id" IN (SELECT "instance_id" FROM gone)`,
+  );
+}
+
+/** Removes an instance and its clients. */
+export async function removeInstance(db: Knex, instanceId: string): Promise<void> {
+  await db.raw(`DELETE FROM ${q(CLIENTS_TABLE)} WHERE "instance_id" = ?`, [instanceId]);
+  await db.raw(`DELETE FROM ${q(INSTANCES_TABLE)} WHERE "instance_id" = ?`, [instanceId]);
+}
+
+/**
+ * The virtual transaction ids of the transactions running in this database now, but this
+ * statement's own. A transaction holds a lock on its virtual id from its start, so one that has
+ * not written yet (and whose snapshot may already be taken) is listed too.
+ */
+export async function listRunningTransactions(db: Knex): Promise<string[]> {
+  const running: { rows: { ids: string[] }[] } = await db.raw(
+    `SELECT coalesce(array_agg(l."virtualxid"), '{}') AS "ids" FROM pg_locks AS l JOIN pg_stat_activity AS a ON a."pid" = l."pid"
+      WHERE l."locktype" = 'virtualxid' AND l."granted" AND l."pid" <> pg_backend_pid() AND a."datname" = current_database()`,
+  );
+  return running.rows[0]?.ids ?? [];
+}
+
+/** Those of `ids` (from listRunningTransactions) still running. */
+export async function listStillRunning(db: Knex, ids: readonly string[]): Promise<string[]> {
+  const left: { rows: { ids: string[] }[] } = await db.raw(
+    `SELECT coalesce(array_agg("virtualxid"), '{}') AS "ids" FROM pg_locks WHERE "locktype" = 'virtualxid' AND "virtualxid" = ANY(?::text[])`,
+    [[...ids]],
+  );
+  return left.rows[0]?.ids ?? [];
+}
+
+/**
+ * Removes up to `limit` outbox rows, oldest first, older than `retentionMs`, or older than
+ * `idleRetentionMs` while no client of any instance subscribes to anything (the same statement
+ * looks, so a subscription committed meanwhile keeps the rows written after it). One statement,
+ * so on an autocommit `db` it is its own short transaction. Returns the rows removed.
+ */
+export async function pruneOutboxBatch(db: Knex, options: { retentionMs: number; idleRetentionMs: number; limit: number }): Promise<number> {
+  const result: { rows: { n: number }[] } = await db.raw(
+    `WITH gone AS (DELETE FROM ${q(OUTBOX_TABLE)} WHERE "seq" IN (SELECT "seq" FROM ${q(OUTBOX_TABLE)}
+      WHERE "created_at" < now() - (CASE WHEN EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE "subscriptions" <> '[]'::jsonb) THEN ?::double precision ELSE ?::double precision END) * interval '1 millisecond'
+      ORDER BY "seq" LIMIT ?::int) RETURNING 1)
+      SELECT count(*)::int AS "n" FROM gone`,
+    [options.retentionMs, options.idleRetentionMs, options.limit],
+  );
+  return result.rows[0]?.n ?? 0;
+}
+
+/** Writes a client's row (made, or taken over by `instanceId` after this instance was taken for gone). */
+export async function upsertClient(db: Knex, row: ClientRow & { clientId: string; instanceId: string }): Promise<void> {
+  await db.raw(
+    `INSERT INTO ${q(CLIENTS_TABLE)} ("client_id", "instance_id", "identity", "subscriptions") VALUES (?, ?, ?::jsonb, ?::jsonb)
+      ON CONFLICT ("client_id") DO UPDATE SET "instance_id" = EXCLUDED."instance_id", "identity" = EXCLUDED."identity", "subscriptions" = EXCLUDED."subscriptions", "updated_at" = now()`,
+    [row.clientId, row.instanceId, json(row.identity), JSON.stringify(row.subscriptions)],
+  );
+}
+
+/** Removes a client's row. */
+export async function removeClientRow(db: Knex, clientId: string): Promise<void> {
+  await db.raw(`DELETE FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, [clientId]);
+}
+
+/** A client's row, or undefined when it is gone. */
+export async function loadClientRow(db: Knex, clientId: string): Promise<ClientRow | undefined> {
+  const found: { rows: ClientRow[] } = await db.raw(`SELECT "identity", "subscriptions" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, [clientId]);
+  const row = found.rows[0];
+  return row ? { identity: row.identity, subscriptions: row.subscriptions } : undefined;
+}
+
+/** What may be done with a client's row while it is locked (withClientLocked). */
+export interface LockedClient {
+  /** The instance holding the stream, and the identity stored now. */
+  readonly instanceId: string;
+  readonly identity: StoredIdentity | null;
+  /**
+   * Serialises, until the transaction ends, every POST giving a client `identityId`: without it,
+   * concurrent POSTs would each count the others' uncommitted rows as absent and pass the
+   * per-identity bound together.
+   */
+  lockIdentity(identityId: string): Promise<void>;
+  /** How many other clients hold `identityId`. */
+  countOthersWithIdentity(identityId: string): Promise<number>;
+  /** Stores the client's new identity and subscriptions. */
+  store(row: ClientRow): Promise<void>;
+}
+
+/**
+ * Runs `work` in one transaction with the client's row locked (`FOR UPDATE`), or with undefined
+ * when no instance holds the client. What `work` throws rolls the transaction back.
+ */
+export async function withClientLocked<T>(db: Knex, clientId: string, work: (client: LockedClient | undefined) => Promise<T>): Promise<T> {
+  return db.transaction(async (trx) => {
+    const found: { rows: { instance_id: string; identity: StoredIdentity | null }[] } = await trx.raw(
+      `SELECT "instance_id", "identity" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ? FOR UPDATE`,
+      [clientId],
+    );
+    const row = found.rows[0];
+    if (!row) return work(undefined);
+    return work({
+      instanceId: row.instance_id,
+      identity: row.identity,
+      lockIdentity: (identityId) => waitForAdvisoryXactLock(trx, REALTIME_IDENTITY_LOCK_PREFIX + identityId),
+      async countOthersWithIdentity(identityId) {
+        const others: { rows: { n: number }[] } = await trx.raw(`SELECT count(*)::int AS "n" FROM ${q(CLIENTS_TABLE)} WHERE ("identity" ->> 'id') = ? AND "client_id" <> ?`, [identityId, clientId]);
+        return others.rows[0]?.n ?? 0;
+      },
+      async store(next) {
+        await trx.raw(`UPDATE ${q(CLIENTS_TABLE)} SET "identity" = ?::jsonb, "subscriptions" = ?::jsonb, "updated_at" = now() WHERE "client_id" = ?`, [
+          json(next.identity),
+          JSON.stringify(next.subscriptions),
+          clientId,
+        ]);
+      },
+    });
+  });
+}
+
+/**
+ * Sends `payloads` on `channel` in one statement, so in one transaction: they arrive together, in
+ * order. Each must be under 8,000 bytes (Postgres' bound).
+ */
+export async function notifyChannel(db: Knex, channel: string, payloads: readonly string[]): Promise<void> {
+  await db.raw('SELECT pg_notify(?, "p") FROM unnest(?::text[]) AS u("p")', [channel, [...payloads]]);
+}

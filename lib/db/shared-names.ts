@@ -1,0 +1,67 @@
+/**
+ * Every name that recordbase instances on one database share: advisory-lock keys, tables and the
+ * database objects beside them, NOTIFY channels. Two instances agree only through these names, so
+ * a name reused for a second purpose couples two features across every instance (issue 30 bug 1:
+ * the file sweep and the outbox prune took one lock, and each skipped its turn while the other
+ * ran). Declared here and nowhere else; spec/unit/db/shared-names.test.ts checks that each kind is
+ * distinct, and that every export here has one of the suffixes it checks.
+ *
+ * A value, once released, stays: instances of older and newer code share a database during a
+ * rolling deploy, and an old database keeps the tables and functions an older version made.
+ */
+
+/** Serialises the schema sync of every instance (and `recordbase migrate`). A fixed 32-bit value, so it can be spotted in `pg_locks` (`objid`, with `classid = 0`). */
+export const SCHEMA_SYNC_LOCK_KEY = 727_274_001;
+/** Taken without waiting by the instance (or `recordbase clean`) that sweeps unreferenced files; the others skip that round. */
+export const FILE_SWEEP_LOCK_KEY = 727_274_002;
+/** Taken without waiting by the instance that prunes the realtime outbox; the others skip that round. */
+export const OUTBOX_PRUNE_LOCK_KEY = 727_274_003;
+/**
+ * Prefix of the transaction-scoped locks that serialise the POSTs giving realtime clients one
+ * identity: the key is `hashtextextended(prefix || id, 0)`, one lock per identity.
+ */
+export const REALTIME_IDENTITY_LOCK_PREFIX = 'recordbase realtime identity ';
+
+/** recordbase's own bookkeeping: the last applied definition per collection. */
+export const META_TABLE = '_rb_collections';
+/**
+ * Values every instance on the database must share, by key (the file-token secret): kept in the
+ * database so that instances need no shared disk or configuration to agree.
+ */
+export const SETTINGS_TABLE = '_recordbase_settings';
+/** Every committed change of a collection table, written by the capture trigger in the write's own transaction. */
+export const OUTBOX_TABLE = '_recordbase_realtime_outbox';
+/** One row per running instance with realtime on, refreshed by its heartbeat. */
+export const INSTANCES_TABLE = '_recordbase_realtime_instances';
+/** One row per open stream: its owner instance, identity (id and superuser flag only) and subscriptions. */
+export const CLIENTS_TABLE = '_recordbase_realtime_clients';
+/** The outbox by writing transaction (the reader's windows). */
+export const OUTBOX_TX_INDEX = '_recordbase_realtime_outbox_tx';
+/** The outbox by age (the prune). */
+export const OUTBOX_CREATED_INDEX = '_recordbase_realtime_outbox_created';
+/** Clients by owner instance (an expired instance's clients go with it). */
+export const CLIENTS_INSTANCE_INDEX = '_recordbase_realtime_clients_instance';
+/** Clients by identity id (the per-identity bound counts them at every POST). */
+export const CLIENTS_IDENTITY_INDEX = '_recordbase_realtime_clients_identity';
+
+/** The statement-level trigger function that copies changes into OUTBOX_TABLE. */
+export const CAPTURE_FUNCTION = '_recordbase_realtime_capture';
+/** The capture trigger for inserts, on every collection table (one per event: each has its transition table). */
+export const CAPTURE_INSERT_TRIGGER = '_recordbase_realtime_insert';
+/** The capture trigger for updates, on every collection table. */
+export const CAPTURE_UPDATE_TRIGGER = '_recordbase_realtime_update';
+/** The capture trigger for deletes, on every collection table. */
+export const CAPTURE_DELETE_TRIGGER = '_recordbase_realtime_delete';
+
+/** The channel every change wakes (one notification per committing transaction: identical ones fold). */
+export const CHANGES_CHANNEL = 'recordbase_changes';
+/** The start of every instance's own channel (instanceChannel). */
+export const INSTANCE_CHANNEL_PREFIX = 'recordbase_i_';
+
+/** What `pg_stat_activity.application_name` shows for an instance's listening connection (operators and tests look for it). */
+export const LISTENER_APPLICATION_NAME = 'recordbase-realtime';
+
+/** The channel an instance listens on for requests addressed to it (subscription changes, acks). */
+export function instanceChannel(instanceId: string): string {
+  return `${INSTANCE_CHANNEL_PREFIX}${instanceId}`;
+}
