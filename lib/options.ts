@@ -1,17 +1,16 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
+import { checkFileTokenSecret } from './auth/file-token.js';
 import type { AuthFunction } from './auth/identity.js';
 import { diskStorage } from './files/disk-storage.js';
 import type { Storage } from './files/storage.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
-import { DEFAULT_THUMBNAIL_LIMITS } from './files/thumbnail-cache.js';
 import type { Logger } from './http/logger.js';
 import { consoleLogger } from './http/logger.js';
 import type { BatchSettings } from './http/batch-routes.js';
 import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/bound-statements.js';
-import { DEFAULT_EXPAND_LIMITS } from './records/expand-records.js';
-import type { RecordHooks } from './records/record-hooks.js';
+import { checkHooks, type RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
@@ -181,6 +180,8 @@ export interface ResolvedOptions {
   fileTokenSecret?: string;
   thumbnail?: ThumbnailFunction;
   thumbnailWorkers: number;
+  /** The hooks given (checked against the declared collections), or none. */
+  hooks: RecordHooks;
   fileSweep: Required<FileSweepOptions> | false;
   batch: BatchSettings | false;
   /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
@@ -189,109 +190,235 @@ export interface ResolvedOptions {
   realtime: RealtimeSettings | false;
 }
 
+/** What a default or a check may read: the options as given, and what the table resolved before it. */
+export interface OptionContext {
+  readonly given: RecordsRouterOptions;
+  readonly resolved: Readonly<Partial<ResolvedOptions>>;
+}
+
+/**
+ * One option of the table: its default (a value, or `derive`d from what is resolved before it),
+ * the environment variable read when the option is absent, and the check its value passes (the
+ * default's too). Without a default the option stays absent.
+ */
+export interface OptionEntry<T> {
+  readonly default?: T;
+  readonly derive?: (context: OptionContext) => T;
+  /** A size in bytes read from the environment, between the option and the default. */
+  readonly env?: string;
+  readonly check: (path: string, value: unknown, context: OptionContext) => T;
+}
+
+type Entries<T> = { readonly [K in keyof T]-?: OptionEntry<T[K]> };
+/** The options of the top level that the table resolves (the groups below have tables of their own). */
+type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir'>;
+
+/**
+ * A group of settings under one key (`limits`, `batch`, ...): its table, and whether `false`
+ * turns the feature off. `message` is the error for a value that is neither an object nor false.
+ */
+export interface OptionGroup<T> {
+  readonly entries: Entries<T>;
+  readonly canBeOff: boolean;
+  readonly message: string;
+}
+
+/** The shape of OPTION_TABLE: the top level's options, then each group under its key. */
+export interface OptionTable {
+  readonly options: Entries<TopLevelOptions>;
+  readonly groups: {
+    readonly limits: OptionGroup<Limits>;
+    readonly batch: OptionGroup<BatchSettings>;
+    readonly realtime: OptionGroup<RealtimeSettings>;
+    readonly fileSweep: OptionGroup<Required<FileSweepOptions>>;
+  };
+}
+
 const MIB = 1024 * 1024;
+const HOUR = 60 * 60 * 1000;
 /** Each worker may hold a decoded original (hundreds of MB): a 64-core host must not start 64 by default. */
 const MAX_DEFAULT_THUMBNAIL_WORKERS = 4;
-const HOUR = 60 * 60 * 1000;
+/** Node's timers take at most 2^31-1 ms (about 24.8 days); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
-function readSize(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function checkPositiveInteger(path: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${path} must be a positive integer`);
+  return value;
+}
+
+/** A duration that becomes a timer: a positive integer of milliseconds Node's timers can hold. */
+function checkDuration(path: string, value: unknown): number {
+  const ms = checkPositiveInteger(path, value);
+  if (ms > MAX_TIMER_MS) throw new TypeError(`${path} must be at most ${MAX_TIMER_MS} milliseconds`);
+  return ms;
+}
+
+function checkOneOf<const T extends string>(values: readonly T[]): (path: string, value: unknown) => T {
+  return (path, value) => {
+    if (!(values as readonly unknown[]).includes(value)) throw new TypeError(`${path} must be ${values.map((v) => JSON.stringify(v)).join(' or ')}, got ${JSON.stringify(value)}`);
+    return value as T;
+  };
+}
+
+function checkFunction<T extends (...args: never[]) => unknown>(path: string, value: unknown): T {
+  if (typeof value !== 'function') throw new TypeError(`${path} must be a function`);
+  return value as T;
+}
+
+function checkBoolean(path: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new TypeError(`${path} must be true or false`);
+  return value;
+}
+
+function checkString(path: string, value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`${path} must be a string`);
+  return value;
+}
+
+function checkLogger(path: string, value: unknown): Logger {
+  const logger = value as Partial<Logger> | null;
+  if (typeof logger !== 'object' || logger === null || ['error', 'warn', 'info'].some((name) => typeof logger[name as keyof Logger] !== 'function')) {
+    throw new TypeError(`${path} must be an object with error, warn and info functions`);
+  }
+  return value as Logger;
+}
+
+function checkStorage(path: string, value: unknown): Storage {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`${path} must be a Storage object (docs/storage.md)`);
+  return value as Storage;
+}
+
+/** For what another check owns: the definitions (compileCollections) and the Knex (checked at `ready`). */
+function keepAsGiven<T>(_path: string, value: unknown): T {
+  return value as T;
+}
+
+/** A value a default is derived from (`dataDir` for `storage`, `limits` for `batch`), which the table resolves before it. */
+function resolvedBefore<K extends 'dataDir' | 'limits'>(context: OptionContext, key: K): ResolvedOptions[K] {
+  const value = context.resolved[key];
+  if (value === undefined) throw new Error(`the options table must resolve ${key} first`);
+  return value as ResolvedOptions[K];
+}
+
+/** A group that `false` turns off (the feature, on this instance). */
+function switchable<T>(message: string, entries: Entries<T>): OptionGroup<T> {
+  return { entries, canBeOff: true, message };
+}
+
+/** Whether a hook's key names a declared collection; collections that are not an array are compileCollections' to refuse. */
+function isDeclaredIn(collections: unknown): (name: string) => boolean {
+  if (!Array.isArray(collections)) return () => true;
+  return (name) => collections.some((c: unknown) => typeof c === 'object' && c !== null && (c as { name?: unknown }).name === name);
+}
+
+/**
+ * Every option with its default, environment variable and check, in the order they resolve
+ * (`dataDir` before `storage`, `limits` before `batch`): the one place a default is written.
+ * Factories take the resolved values and default nothing. docs/limits.md and
+ * docs/configuration.md quote these defaults (spec/unit/options-docs.test.ts compares them).
+ */
+export const OPTION_TABLE: OptionTable = {
+  options: {
+    collections: { check: keepAsGiven<CollectionDefinition[]> },
+    database: { check: keepAsGiven<Knex | undefined> },
+    dataDir: { default: './rb_data', check: checkString },
+    logger: { default: consoleLogger, check: checkLogger },
+    storage: { derive: (context) => diskStorage({ root: path.join(resolvedBefore(context, 'dataDir'), 'storage') }), check: checkStorage },
+    auth: { check: checkFunction<AuthFunction> },
+    multipartUpdate: { default: 'replace', check: checkOneOf(['replace', 'merge']) },
+    fileTokenSecret: { check: checkFileTokenSecret },
+    thumbnail: { check: checkFunction<ThumbnailFunction> },
+    thumbnailWorkers: { derive: () => Math.min(os.availableParallelism(), MAX_DEFAULT_THUMBNAIL_WORKERS), check: checkPositiveInteger },
+    hooks: { derive: () => ({}), check: (_path, value, { given }) => checkHooks(value, isDeclaredIn(given.collections)) },
+    openapi: { default: false, check: checkBoolean },
+  },
+  groups: {
+    limits: {
+      canBeOff: false,
+      message: 'limits must be an object of limits',
+      entries: {
+        maxFileSize: { default: 5 * MIB, env: 'SERVICE_MAX_FILE_SIZE', check: checkPositiveInteger },
+        maxBodySize: { default: 10 * MIB, env: 'SERVICE_MAX_BODY_SIZE', check: checkPositiveInteger },
+        maxPerPage: { default: 1000, check: checkPositiveInteger },
+        maxExpandRecords: { default: 10_000, check: checkPositiveInteger },
+        maxExpandBytes: { default: 16 * MIB, check: checkPositiveInteger },
+        maxThumbnailQueue: { default: 100, check: checkPositiveInteger },
+        maxThumbnailPixels: { default: 24_000_000, check: checkPositiveInteger },
+        maxThumbnailsPerFile: { default: 10, check: checkPositiveInteger },
+        statementTimeoutMs: { derive: ({ given }) => defaultStatementTimeoutMs(given.database), check: checkDuration },
+        acquireTimeoutMs: { default: 3000, check: checkDuration },
+        // Absent: half the pool's max, which only the pool knows (lib/db/bound-statements.ts).
+        maxConnectionsPerClient: { check: checkPositiveInteger },
+        maxWaitingPerClient: { default: DEFAULT_MAX_WAITING_PER_CLIENT, check: checkPositiveInteger },
+      },
+    },
+    batch: switchable('batch must be an object of limits or false', {
+      maxRequests: { default: 50, check: checkPositiveInteger },
+      timeoutMs: { default: 3000, check: checkDuration },
+      maxBodySize: { derive: (context) => resolvedBefore(context, 'limits').maxBodySize, check: checkPositiveInteger },
+    }),
+    realtime: switchable('realtime must be an object of settings or false', {
+      heartbeatMs: { default: 25_000, check: checkDuration },
+      maxClients: { default: 10_000, check: checkPositiveInteger },
+      maxClientsPerAddress: { default: 100, check: checkPositiveInteger },
+      maxClientsPerIdentity: { default: 50, check: checkPositiveInteger },
+      instanceHeartbeatMs: { default: 5_000, check: checkDuration },
+      outboxRetentionMs: { default: 10 * 60 * 1000, check: checkDuration },
+      maxClientBufferBytes: { default: 4 * MIB, check: checkPositiveInteger },
+      checkTimeoutMs: { default: 500, check: checkDuration },
+    }),
+    fileSweep: switchable('fileSweep must be an object of settings or false', {
+      intervalMs: { default: 6 * HOUR, check: checkDuration },
+      // An age compared with files' times, never a timer: a grace period of 30 days is fair.
+      minAgeMs: { default: 24 * HOUR, check: checkPositiveInteger },
+    }),
+  },
+};
+
+/** A size in bytes from the environment; unset or blank is absent, anything malformed throws. */
+function readByteSize(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
+  if (raw === undefined || raw.trim() === '') return undefined;
   if (!/^\d+$/.test(raw.trim()) || Number(raw) <= 0) throw new TypeError(`${name} must be a positive number of bytes, got "${raw}"`);
   return Number(raw);
 }
 
-function checkPositiveInteger(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${name} must be a positive integer`);
-  return value;
+/** Fills `into` with the entries' values in table order: given, else the environment, else the default; each checked. */
+function resolveEntries<T>(entries: Entries<T>, options: { prefix: string; given: Partial<T>; into: Partial<T>; context: OptionContext; env: NodeJS.ProcessEnv }): T {
+  for (const key of Object.keys(entries) as (keyof T & string)[]) {
+    const entry: OptionEntry<T[typeof key]> = entries[key];
+    let value: unknown = options.given[key];
+    if (value === undefined && entry.env !== undefined) value = readByteSize(options.env, entry.env);
+    if (value === undefined) value = entry.derive ? entry.derive(options.context) : entry.default;
+    if (value !== undefined) options.into[key] = entry.check(options.prefix + key, value, options.context);
+  }
+  return options.into as T;
 }
 
-/** Node's timers take at most 2^31-1 ms (about 24.8 days); a longer one would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-function checkDuration(name: string, value: unknown): number {
-  const ms = checkPositiveInteger(name, value);
-  if (ms > MAX_TIMER_MS) throw new TypeError(`${name} must be at most ${MAX_TIMER_MS} milliseconds`);
-  return ms;
+/** A group's settings with defaults; `false` stays off where the group allows it. */
+function resolveGroup<T>(key: string, group: OptionGroup<T>, options: { given: unknown; context: OptionContext; env: NodeJS.ProcessEnv }): T | false {
+  if (options.given === false && group.canBeOff) return false;
+  if (options.given !== undefined && (options.given === null || typeof options.given !== 'object' || Array.isArray(options.given))) throw new TypeError(group.message);
+  const given = (options.given ?? {}) as Partial<T>;
+  return resolveEntries(group.entries, { prefix: `${key}.`, given, into: {}, context: options.context, env: options.env });
 }
 
 /**
- * Fills in defaults. Limits come from the environment (read once, here, at router creation)
- * unless given explicitly; a malformed value throws rather than silently falling back.
+ * Resolves the options once, from OPTION_TABLE: the router and every command of the executable
+ * call it, then compileCollections, so both refuse the same mistakes at once. Limits come from
+ * the environment (read here, once) unless given; a malformed value throws rather than silently
+ * falling back.
  */
 export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   if (!options || typeof options !== 'object') throw new TypeError('createRecordsRouter needs an options object');
-  const limits = options.limits ?? {};
-  const dataDir = options.dataDir ?? './rb_data';
-  if (options.multipartUpdate !== undefined && options.multipartUpdate !== 'replace' && options.multipartUpdate !== 'merge') {
-    throw new TypeError(`multipartUpdate must be "replace" or "merge", got ${JSON.stringify(options.multipartUpdate)}`);
-  }
-  if (options.fileTokenSecret !== undefined && (typeof options.fileTokenSecret !== 'string' || options.fileTokenSecret.length < 32)) {
-    throw new TypeError('fileTokenSecret must be a string of at least 32 characters');
-  }
-  if (options.thumbnail !== undefined && typeof options.thumbnail !== 'function') throw new TypeError('thumbnail must be a function');
-  if (options.openapi !== undefined && typeof options.openapi !== 'boolean') throw new TypeError('openapi must be true or false');
-  const sweep = options.fileSweep ?? {};
-  const maxBodySize = checkPositiveInteger('limits.maxBodySize', limits.maxBodySize ?? readSize(env, 'SERVICE_MAX_BODY_SIZE', 10 * MIB));
-  return {
-    collections: options.collections,
-    database: options.database,
-    dataDir,
-    auth: options.auth,
-    logger: options.logger ?? consoleLogger,
-    storage: options.storage ?? diskStorage({ root: path.join(dataDir, 'storage') }),
-    multipartUpdate: options.multipartUpdate ?? 'replace',
-    fileTokenSecret: options.fileTokenSecret,
-    thumbnail: options.thumbnail,
-    thumbnailWorkers: checkPositiveInteger('thumbnailWorkers', options.thumbnailWorkers ?? Math.min(os.availableParallelism(), MAX_DEFAULT_THUMBNAIL_WORKERS)),
-    fileSweep:
-      sweep === false
-        ? false
-        : { intervalMs: checkPositiveInteger('fileSweep.intervalMs', sweep.intervalMs ?? 6 * HOUR), minAgeMs: checkPositiveInteger('fileSweep.minAgeMs', sweep.minAgeMs ?? 24 * HOUR) },
-    uploadTempDir: path.join(dataDir, 'uploads-tmp'),
-    batch: resolveBatch(options.batch, maxBodySize),
-    openapi: options.openapi ?? false,
-    realtime: resolveRealtime(options.realtime),
-    limits: {
-      maxFileSize: checkPositiveInteger('limits.maxFileSize', limits.maxFileSize ?? readSize(env, 'SERVICE_MAX_FILE_SIZE', 5 * MIB)),
-      maxBodySize,
-      maxPerPage: checkPositiveInteger('limits.maxPerPage', limits.maxPerPage ?? 1000),
-      maxExpandRecords: checkPositiveInteger('limits.maxExpandRecords', limits.maxExpandRecords ?? DEFAULT_EXPAND_LIMITS.maxRecords),
-      maxExpandBytes: checkPositiveInteger('limits.maxExpandBytes', limits.maxExpandBytes ?? DEFAULT_EXPAND_LIMITS.maxBytes),
-      maxThumbnailQueue: checkPositiveInteger('limits.maxThumbnailQueue', limits.maxThumbnailQueue ?? DEFAULT_THUMBNAIL_LIMITS.maxQueue),
-      maxThumbnailPixels: checkPositiveInteger('limits.maxThumbnailPixels', limits.maxThumbnailPixels ?? DEFAULT_THUMBNAIL_LIMITS.maxPixels),
-      maxThumbnailsPerFile: checkPositiveInteger('limits.maxThumbnailsPerFile', limits.maxThumbnailsPerFile ?? DEFAULT_THUMBNAIL_LIMITS.maxStoredPerFile),
-      statementTimeoutMs: checkDuration('limits.statementTimeoutMs', limits.statementTimeoutMs ?? defaultStatementTimeoutMs(options.database)),
-      acquireTimeoutMs: checkDuration('limits.acquireTimeoutMs', limits.acquireTimeoutMs ?? 3000),
-      maxConnectionsPerClient: limits.maxConnectionsPerClient === undefined ? undefined : checkPositiveInteger('limits.maxConnectionsPerClient', limits.maxConnectionsPerClient),
-      maxWaitingPerClient: checkPositiveInteger('limits.maxWaitingPerClient', limits.maxWaitingPerClient ?? DEFAULT_MAX_WAITING_PER_CLIENT),
-    },
-  };
-}
-
-/** The batch settings with defaults; `false` stays off. */
-function resolveBatch(batch: Partial<BatchSettings> | false | undefined, maxBodySize: number): BatchSettings | false {
-  if (batch === false) return false;
-  if (batch !== undefined && (batch === null || typeof batch !== 'object')) throw new TypeError('batch must be an object of limits or false');
-  return {
-    maxRequests: checkPositiveInteger('batch.maxRequests', batch?.maxRequests ?? 50),
-    timeoutMs: checkPositiveInteger('batch.timeoutMs', batch?.timeoutMs ?? 3000),
-    maxBodySize: checkPositiveInteger('batch.maxBodySize', batch?.maxBodySize ?? maxBodySize),
-  };
-}
-
-/** The realtime settings with defaults; `false` stays off. */
-function resolveRealtime(realtime: Partial<RealtimeSettings> | false | undefined): RealtimeSettings | false {
-  if (realtime === false) return false;
-  if (realtime !== undefined && (realtime === null || typeof realtime !== 'object')) throw new TypeError('realtime must be an object of settings or false');
-  return {
-    heartbeatMs: checkDuration('realtime.heartbeatMs', realtime?.heartbeatMs ?? 25_000),
-    maxClients: checkPositiveInteger('realtime.maxClients', realtime?.maxClients ?? 10_000),
-    maxClientsPerAddress: checkPositiveInteger('realtime.maxClientsPerAddress', realtime?.maxClientsPerAddress ?? 100),
-    maxClientsPerIdentity: checkPositiveInteger('realtime.maxClientsPerIdentity', realtime?.maxClientsPerIdentity ?? 50),
-    instanceHeartbeatMs: checkDuration('realtime.instanceHeartbeatMs', realtime?.instanceHeartbeatMs ?? 5_000),
-    outboxRetentionMs: checkDuration('realtime.outboxRetentionMs', realtime?.outboxRetentionMs ?? 10 * 60 * 1000),
-    maxClientBufferBytes: checkPositiveInteger('realtime.maxClientBufferBytes', realtime?.maxClientBufferBytes ?? 4 * MIB),
-    checkTimeoutMs: checkDuration('realtime.checkTimeoutMs', realtime?.checkTimeoutMs ?? 500),
-  };
+  const resolved: Partial<ResolvedOptions> = {};
+  const context: OptionContext = { given: options, resolved };
+  resolveEntries(OPTION_TABLE.options, { prefix: '', given: options, into: resolved, context, env });
+  const { groups } = OPTION_TABLE;
+  resolved.limits = resolveGroup('limits', groups.limits, { given: options.limits, context, env }) as Limits; // never off: canBeOff is false
+  resolved.batch = resolveGroup('batch', groups.batch, { given: options.batch, context, env });
+  resolved.realtime = resolveGroup('realtime', groups.realtime, { given: options.realtime, context, env });
+  resolved.fileSweep = resolveGroup('fileSweep', groups.fileSweep, { given: options.fileSweep, context, env });
+  resolved.uploadTempDir = path.join(resolvedBefore(context, 'dataDir'), 'uploads-tmp');
+  return resolved as ResolvedOptions;
 }

@@ -9,8 +9,8 @@ import { clientKeyOfAddress } from './db/fair-gate.js';
 import { setRequestDatabaseContext } from './http/request-database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
 import { RecordStore } from './db/record-store.js';
-import { openSharedSetting } from './db/settings-store.js';
 import { realtimeSchema } from './db/realtime-schema.js';
+import { openSharedSetting } from './db/settings-store.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
 import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
@@ -32,7 +32,7 @@ import { RealtimeHub } from './realtime/realtime-hub.js';
 import { resolveOptions, type Limits, type RecordsRouterOptions } from './options.js';
 import { RecordPresenter } from './records/present-records.js';
 import { RecordService } from './records/record-service.js';
-import { checkHooks, HookRunner } from './records/record-hooks.js';
+import { HookRunner } from './records/record-hooks.js';
 import { createRecordsApi, type RecordsApi, type RecordsApiDeps } from './records/records-api.js';
 import { compileCollections } from './records/compile-collections.js';
 
@@ -62,7 +62,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   const compiled = compileCollections(resolved.collections);
   const registry = compiled.registry;
   const logger = resolved.logger;
-  const hooks = new HookRunner(checkHooks(options.hooks, registry.collections), logger);
+  const hooks = new HookRunner(resolved.hooks, logger);
   let apiDeps: RecordsApiDeps | undefined;
   const ownsDatabase = resolved.database === undefined;
   let database: Knex | undefined = resolved.database;

@@ -114,7 +114,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /** Options of `loadFileTokenSecret`. */
 export interface LoadFileTokenSecretOptions {
-  /** An explicit secret (`fileTokenSecret`), at least 32 characters. */
+  /** An explicit secret (`fileTokenSecret`), already checked by `checkFileTokenSecret` when the options were resolved. */
   secret?: string;
   /** The secret's place in the database (`_recordbase_settings`), which every instance on it shares. */
   shared: SharedSetting;
@@ -128,6 +128,17 @@ const SECRET_FILE = 'file-token.secret';
 export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 
 /**
+ * The check of the `fileTokenSecret` option, run once when the options are resolved: a short key
+ * makes every file token guessable offline, so it refuses the start rather than signing with it.
+ */
+export function checkFileTokenSecret(path: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH) {
+    throw new TypeError(`${path} must be a string of at least ${MIN_SECRET_LENGTH} characters (use e.g. 32 random bytes as hex)`);
+  }
+  return value;
+}
+
+/**
  * The key file tokens are signed with. An explicit `secret` wins. Otherwise the secret kept in
  * the database (`shared`): created once, by whichever instance starts first (32 random bytes,
  * hex), so that every instance on the database accepts every other's tokens and tokens survive
@@ -138,17 +149,11 @@ export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
  * earlier versions generated it) exists, that secret is stored instead, so tokens already handed
  * out keep working; from then on the database is the source and the file is no longer read.
  *
- * Throws a TypeError for an explicit secret shorter than 32 characters, an Error for a stored
- * secret or secret file that is too short (corrupted: delete it, or pass `fileTokenSecret`), and
- * the database's error when it cannot be reached.
+ * Throws an Error for a stored secret or secret file that is too short (corrupted: delete it, or
+ * pass `fileTokenSecret`), and the database's error when it cannot be reached.
  */
 export async function loadFileTokenSecret(options: LoadFileTokenSecretOptions): Promise<Buffer> {
-  if (options.secret !== undefined) {
-    if (typeof options.secret !== 'string' || options.secret.length < MIN_SECRET_LENGTH) {
-      throw new TypeError(`fileTokenSecret must be a string of at least ${MIN_SECRET_LENGTH} characters (use e.g. 32 random bytes as hex)`);
-    }
-    return Buffer.from(options.secret, 'utf8');
-  }
+  if (options.secret !== undefined) return Buffer.from(options.secret, 'utf8');
   const stored = (await options.shared.read()) ?? (await options.shared.claim(await readLegacySecret(options.dataDir) ?? randomBytes(32).toString('hex')));
   if (stored.length < MIN_SECRET_LENGTH) {
     throw new Error(`the file-token secret stored in the database is under ${MIN_SECRET_LENGTH} characters; delete it (key "${FILE_TOKEN_SECRET_SETTING}" of _recordbase_settings) or pass fileTokenSecret`);

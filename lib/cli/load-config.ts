@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { RecordsRouterOptions } from '../options.js';
+import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from '../options.js';
+import { compileCollections, type CompiledCollections } from '../records/compile-collections.js';
 
 /** The file `recordbase` reads when no `--config` is given. */
 export const DEFAULT_CONFIG_FILE = 'recordbase.config.js';
@@ -24,4 +25,26 @@ export async function loadConfig(file: string | undefined): Promise<RecordsRoute
     throw new Error(`${path} must export (default) the options object of createRecordsRouter, with a "collections" array`);
   }
   return options as RecordsRouterOptions;
+}
+
+/** A config as every command uses it: its options resolved and its collections compiled. */
+export interface CheckedConfig {
+  readonly options: ResolvedOptions;
+  readonly compiled: CompiledCollections;
+}
+
+/**
+ * Loads a config and makes the checks createRecordsRouter makes at creation (resolveOptions,
+ * then compileCollections: options, hooks, definitions, rules), so that a command refuses what
+ * the router would refuse to start with. On a failure the config's own Knex is closed (its pool
+ * would keep the process alive).
+ */
+export async function loadCheckedConfig(file: string | undefined): Promise<CheckedConfig> {
+  const options = resolveOptions(await loadConfig(file));
+  try {
+    return { options, compiled: compileCollections(options.collections) };
+  } catch (error) {
+    await options.database?.destroy();
+    throw error;
+  }
 }

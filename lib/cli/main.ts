@@ -7,15 +7,14 @@ import type { Knex } from 'knex';
 import { createRecordsRouter } from '../router.js';
 import { createAppServer } from '../http/create-app-server.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
-import { resolveOptions, type ResolvedOptions } from '../options.js';
+import type { ResolvedOptions } from '../options.js';
 import { realtimeSchema } from '../db/realtime-schema.js';
 import { planDatabaseSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
-import { buildSchemaRegistry } from '../schema/collection-schema.js';
 import { emptyDatabaseState, planMigration, type MigrationPlan } from '../schema/plan-migration.js';
-import { loadConfig } from './load-config.js';
+import { loadCheckedConfig, loadConfig } from './load-config.js';
 
 const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
 is the options object of createRecordsRouter (see docs/configuration.md).`;
@@ -107,8 +106,8 @@ async function serve(args: string[]): Promise<void> {
 
 async function migrate(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } });
-  const options = resolveOptions(await loadConfig(values.config));
-  const collections = buildSchemaRegistry(options.collections).collections;
+  const { options, compiled } = await loadCheckedConfig(values.config);
+  const collections = compiled.registry.collections;
   const dryRun = values['dry-run'] === true;
   let plan: MigrationPlan;
   if (dryRun && options.database === undefined && !existsSync(embeddedDatabaseDir(options.dataDir))) {
@@ -130,10 +129,9 @@ async function migrate(args: string[]): Promise<void> {
 /** `recordbase openapi`: the OpenAPI document of the config's collections, on stdout. */
 async function openapi(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' }, server: { type: 'string', default: '/' } });
-  const options = resolveOptions(await loadConfig(values.config));
+  const { options, compiled } = await loadCheckedConfig(values.config);
   try {
-    const registry = buildSchemaRegistry(options.collections);
-    const document = buildOpenApiDocument(registry, { serverUrl: values.server, limits: options.limits, multipartUpdate: options.multipartUpdate });
+    const document = buildOpenApiDocument(compiled.registry, { serverUrl: values.server, limits: options.limits, multipartUpdate: options.multipartUpdate });
     process.stdout.write(renderOpenApiDocument(document));
   } finally {
     await releaseConfiguredDatabase(options);
@@ -143,9 +141,9 @@ async function openapi(args: string[]): Promise<void> {
 /** `recordbase types`: TypeScript declarations of the config's collections, on stdout. */
 async function types(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' } });
-  const options = resolveOptions(await loadConfig(values.config));
+  const { options, compiled } = await loadCheckedConfig(values.config);
   try {
-    process.stdout.write(renderTypeScriptTypes(buildSchemaRegistry(options.collections)));
+    process.stdout.write(renderTypeScriptTypes(compiled.registry));
   } finally {
     await releaseConfiguredDatabase(options);
   }
@@ -214,8 +212,8 @@ async function clean(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' }, days: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } });
   const minAgeMs = parseDays(values.days);
   const dryRun = values['dry-run'] === true;
-  const options = resolveOptions(await loadConfig(values.config));
-  const registry = buildSchemaRegistry(options.collections);
+  const { options, compiled } = await loadCheckedConfig(values.config);
+  const registry = compiled.registry;
   const storage = options.storage;
   const db = openConfiguredDatabase(options);
   const progress = createProgressReporter(dryRun);

@@ -10,16 +10,6 @@ import { isThumbnailable, getMimeType, outputFormatFor, thumbnailKeySpec, type T
 /** Default `maxSourceBytes`: bigger originals are served as they are rather than read into memory. */
 const DEFAULT_MAX_SOURCE_BYTES = 50 * 1024 * 1024;
 
-/** Defaults of the cache's bounds; the router's `limits` options override them (docs/limits.md). */
-export const DEFAULT_THUMBNAIL_LIMITS = {
-  /** Thumbnails waiting for their render to start; one more is a 503. */
-  maxQueue: 100,
-  /** Pixels (width x height of the originals) being decoded at once, by all renders together. */
-  maxPixels: 24_000_000,
-  /** Thumbnails stored per file whose field lists no `thumbs`; past them the original is served. */
-  maxStoredPerFile: 10,
-} as const;
-
 /** Which thumbnail a download asks for: the stored file (as in its key) and the parsed spec. */
 export interface ThumbnailRequest {
   collectionId: string;
@@ -70,14 +60,17 @@ export interface ThumbnailCacheOptions {
   logger: Logger;
   /** Largest original read for a thumbnail, in bytes (default 50 MiB). */
   maxSourceBytes?: number;
-  /** Originals rendered at once (default 1): the worker count, so that no job waits in the pool holding its bytes. */
-  concurrency?: number;
-  /** See DEFAULT_THUMBNAIL_LIMITS. */
-  maxQueue?: number;
-  /** See DEFAULT_THUMBNAIL_LIMITS; also the largest original decoded at all. */
-  maxPixels?: number;
-  /** See DEFAULT_THUMBNAIL_LIMITS. */
-  maxStoredPerFile?: number;
+  /** Originals rendered at once (`thumbnailWorkers`): the worker count, so that no job waits in the pool holding its bytes. */
+  concurrency: number;
+  /** Thumbnails waiting for their render to start; one more is a 503 (`limits.maxThumbnailQueue`). */
+  maxQueue: number;
+  /**
+   * Pixels (width x height of the originals) being decoded at once, by all renders together; also
+   * the largest original decoded at all (`limits.maxThumbnailPixels`).
+   */
+  maxPixels: number;
+  /** Thumbnails stored per file whose field lists no `thumbs`; past them the original is served (`limits.maxThumbnailsPerFile`). */
+  maxStoredPerFile: number;
 }
 
 /** One thumbnail asked for: where it goes and who waits for it. */
@@ -111,10 +104,8 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
   const { storage, logger } = options;
   const renderBatch = options.renderBatch ?? renderEachWith(options.render);
   const maxSourceBytes = options.maxSourceBytes ?? DEFAULT_MAX_SOURCE_BYTES;
-  const concurrency = options.concurrency ?? 1;
-  const maxQueue = options.maxQueue ?? DEFAULT_THUMBNAIL_LIMITS.maxQueue;
-  const maxStoredPerFile = options.maxStoredPerFile ?? DEFAULT_THUMBNAIL_LIMITS.maxStoredPerFile;
-  const pixels = createPixelBudget(options.maxPixels ?? DEFAULT_THUMBNAIL_LIMITS.maxPixels);
+  const { concurrency, maxQueue, maxStoredPerFile } = options;
+  const pixels = createPixelBudget(options.maxPixels);
   const inFlight = new Map<string, Promise<StoredThumbnail | undefined>>();
   const waiting: Batch[] = [];
   const waitingByOriginal = new Map<string, Batch>();

@@ -1,4 +1,5 @@
 import { BadRequestError } from '../errors.js';
+import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 import type { ListQuery } from '../records/record-service.js';
 
 /** The first value of a query parameter, or undefined (repeated parameters keep the first). */
@@ -18,13 +19,14 @@ function readPositiveInt(query: Record<string, unknown>, name: string, fallback:
 
 /**
  * Paging and query parameters of a list call (docs/records-api.md): page defaults to 1, perPage
- * to 30 and is capped at `maxPerPage` (the capped value is echoed); a non-numeric value is a 400.
+ * to DEFAULT_PER_PAGE and is capped at `maxPerPage` (the capped value is echoed); a non-numeric
+ * value is a 400.
  */
 export function parseListQuery(query: Record<string, unknown>, options: { maxPerPage: number }): ListQuery {
   const skipTotal = readQueryParam(query, 'skipTotal');
   return {
     page: readPositiveInt(query, 'page', 1),
-    perPage: Math.min(readPositiveInt(query, 'perPage', 30), options.maxPerPage),
+    perPage: Math.min(readPositiveInt(query, 'perPage', DEFAULT_PER_PAGE), options.maxPerPage),
     skipTotal: skipTotal === '1' || skipTotal === 'true',
     filter: readQueryParam(query, 'filter'),
     sort: readQueryParam(query, 'sort'),

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 import { describeFieldSchemas, RECORD_DATE_PATTERN, RECORD_ID_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
@@ -19,13 +20,20 @@ export interface OpenApiOptions {
   serverUrl?: string;
   /** `info.title`. Default `recordbase`. */
   title?: string;
-  /** The limits the router enforces, quoted in descriptions. Defaults: the library's. */
-  limits?: { maxPerPage?: number; maxFileSize?: number; maxBodySize?: number };
-  /** The router's `multipartUpdate` option, which decides what a multipart update clears. Default `'replace'`. */
+  /** The limits the router enforces (its resolved options), quoted in descriptions. Absent: a default router's. */
+  limits?: { maxPerPage: number; maxFileSize: number; maxBodySize: number };
+  /** The router's `multipartUpdate` option, which decides what a multipart update clears. Absent: a default router's. */
   multipartUpdate?: 'replace' | 'merge';
 }
 
 const MIB = 1024 * 1024;
+/**
+ * What a router with every default enforces, for a document built without a router's options:
+ * `renderTypeScriptTypes` builds one, and its `schema version` is then a default router's
+ * `info.version`. The router and the executable always pass their resolved options;
+ * spec/unit/options.test.ts holds this equal to lib/options.ts's table.
+ */
+const DEFAULT_ROUTER = { limits: { maxPerPage: 1000, maxFileSize: 5 * MIB, maxBodySize: 10 * MIB }, multipartUpdate: 'replace' } as const;
 const JSON_TYPE = 'application/json';
 const ERROR_REF = { $ref: '#/components/schemas/ErrorBody' };
 /** Who may call a records route: anyone; a token is optional and goes to the host's auth(). */
@@ -280,7 +288,7 @@ function buildParameters(limits: Required<NonNullable<OpenApiOptions['limits']>>
   const query = (name: string, schema: JsonSchema, description: string) => ({ name, in: 'query', required: false, description, schema });
   return {
     page: query('page', { type: 'integer', minimum: 1, default: 1 }, 'The page, from 1.'),
-    perPage: query('perPage', { type: 'integer', minimum: 1, default: 30 }, `Records per page; capped at ${limits.maxPerPage} (the response echoes the capped value).`),
+    perPage: query('perPage', { type: 'integer', minimum: 1, default: DEFAULT_PER_PAGE }, `Records per page; capped at ${limits.maxPerPage} (the response echoes the capped value).`),
     skipTotal: query('skipTotal', { type: 'boolean', default: false }, '`true` (or `1`, as the SDK sends it) skips the count: totalItems and totalPages are -1.'),
     filter: query('filter', { type: 'string', maxLength: 3500 }, "A filter expression, e.g. `title ~ 'news' && views > 10` (docs/query-language.md). Hidden fields cannot be used."),
     sort: query('sort', { type: 'string' }, 'Comma-separated fields, `-` for descending, `@random`; at most 8. Default: created, then id.'),
@@ -444,8 +452,8 @@ function buildDownloadPath(collection: CollectionSchema, type: string): Record<s
  * else, so a client can tell that the collections changed.
  */
 export function buildOpenApiDocument(registry: SchemaRegistry, options: OpenApiOptions = {}): OpenApiDocument {
-  const limits = { maxPerPage: 1000, maxFileSize: 5 * MIB, maxBodySize: 10 * MIB, ...options.limits };
-  const multipartUpdate = options.multipartUpdate ?? 'replace';
+  const limits = options.limits ?? DEFAULT_ROUTER.limits;
+  const multipartUpdate = options.multipartUpdate ?? DEFAULT_ROUTER.multipartUpdate;
   const paths: [string, unknown][] = registry.collections.flatMap((c) => buildCollectionPaths(registry, c, { multipartUpdate }));
   paths.push([
     '/api/files/token',

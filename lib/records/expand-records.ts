@@ -27,9 +27,6 @@ export interface ExpandLimits {
   readonly maxBytes: number;
 }
 
-/** The defaults of `limits.maxExpandRecords` and `limits.maxExpandBytes`. */
-export const DEFAULT_EXPAND_LIMITS: ExpandLimits = { maxRecords: 10_000, maxBytes: 16 * 1024 * 1024 };
-
 /**
  * One record of the expansion tree. Related records are shared between parents (one object per
  * record and level), so `copies` says how many times `out` will appear in the serialised
@@ -297,12 +294,13 @@ export async function expandRecords(options: {
   collection: CollectionSchema;
   items: readonly ExpandItem[];
   tree: ExpandTree;
-  limits?: ExpandLimits;
+  /** `limits.maxExpandRecords` and `limits.maxExpandBytes`, for this response alone. */
+  limits: ExpandLimits;
   /** What this expansion draws on, shared with others (a batch's responses); `limits` are then unused. */
   budget?: ExpandBudget;
 }): Promise<void> {
   if (options.tree.size === 0 || options.items.length === 0) return;
-  const run: ExpandRun = { ...options, budget: options.budget ?? new ExpandBudget(options.limits ?? DEFAULT_EXPAND_LIMITS) };
+  const run: ExpandRun = { ...options, budget: options.budget ?? new ExpandBudget(options.limits) };
   const roots = options.items.map((item): ExpandNode => ({ values: item.values, out: item.out, copies: 1 }));
   await expandLevel(run, options.collection, roots, options.tree);
 }

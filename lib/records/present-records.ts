@@ -5,7 +5,7 @@ import { parseExpand, type ExpandTree } from '../query/parse-expand.js';
 import { parseFields, type FieldSelection } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
-import { DEFAULT_EXPAND_LIMITS, ExpandBudget, expandRecords, type ExpandLimits, type ExpandScope } from './expand-records.js';
+import { ExpandBudget, expandRecords, type ExpandLimits, type ExpandScope } from './expand-records.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** What a response asks of its records: which fields, which relations expanded (parsed by parseResponseShape). */
@@ -46,12 +46,12 @@ export function parseResponseShape(params: { fields?: string; expand?: string })
 export class RecordPresenter {
   constructor(
     private readonly registry: SchemaRegistry,
-    private readonly options: { expandLimits?: ExpandLimits } = {},
+    private readonly options: { expandLimits: ExpandLimits },
   ) {}
 
   /** The limits one response's expansion has, and a batch's whole answer. */
   get expandLimits(): ExpandLimits {
-    return this.options.expandLimits ?? DEFAULT_EXPAND_LIMITS;
+    return this.options.expandLimits;
   }
 
   /** One expand budget of this presenter's limits, for responses that are bounded together (a batch's). */

@@ -71,15 +71,15 @@ type HookName = (typeof HOOK_NAMES)[number];
 type EventOf<N extends HookName> = Parameters<NonNullable<CollectionHooks[N]>>[0];
 
 /**
- * Checks the `hooks` option when the router is created: keys must be `'*'` or a declared
- * collection, and each value an object of known hook functions, so a misspelt name fails at once
- * instead of never running.
+ * Checks the `hooks` option when the options are resolved: keys must be `'*'` or a declared
+ * collection (`isDeclared`, by name), and each value an object of known hook functions, so a
+ * misspelt name fails at once instead of never running.
  */
-export function checkHooks(hooks: unknown, collections: readonly CollectionSchema[]): RecordHooks {
+export function checkHooks(hooks: unknown, isDeclared: (name: string) => boolean): RecordHooks {
   if (hooks === undefined) return {};
   if (hooks === null || typeof hooks !== 'object' || Array.isArray(hooks)) throw new TypeError('hooks must be an object of { <collection name or "*">: { beforeCreate, ... } }');
   for (const [key, value] of Object.entries(hooks)) {
-    if (key !== '*' && !collections.some((c) => c.name === key)) throw new TypeError(`hooks: "${key}" is not a declared collection (nor "*")`);
+    if (key !== '*' && !isDeclared(key)) throw new TypeError(`hooks: "${key}" is not a declared collection (nor "*")`);
     if (value === null || typeof value !== 'object') throw new TypeError(`hooks.${key} must be an object of hook functions`);
     for (const [name, fn] of Object.entries(value)) {
       if (!(HOOK_NAMES as readonly string[]).includes(name)) throw new TypeError(`hooks.${key}: unknown hook "${name}" (known: ${HOOK_NAMES.join(', ')})`);

@@ -9,6 +9,7 @@ import { parseResponseShape, type RecordPresenter } from './present-records.js';
 import type { OperationContext, RecordService, WriteInput } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
 import type { DatabaseContext } from '../db/database-context.js';
+import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 
 /** A record as the API returns it: the same object an HTTP response holds. */
 export interface RecordModel {
@@ -136,11 +137,11 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       return (await d.presenter.present({ collection: d.collection, records, caller, shape, store: d.service.storeOf(context(d)) })) as RecordModel[];
     }
 
-    async function getList(page = 1, perPage = 30, options: ListOptions = {}): Promise<RecordListPage> {
+    async function getList(page = 1, perPage = DEFAULT_PER_PAGE, options: ListOptions = {}): Promise<RecordListPage> {
       const d = await resolve();
       parseResponseShape(options);
       const caller = callerFor(options, 'GET');
-      const query = { page: Math.max(1, Math.trunc(page) || 1), perPage: Math.min(Math.max(1, Math.trunc(perPage) || 30), d.maxPerPage), skipTotal: options.skipTotal === true, filter: options.filter, sort: options.sort };
+      const query = { page: Math.max(1, Math.trunc(page) || 1), perPage: Math.min(Math.max(1, Math.trunc(perPage) || DEFAULT_PER_PAGE), d.maxPerPage), skipTotal: options.skipTotal === true, filter: options.filter, sort: options.sort };
       const result = await d.service.list(d.collection, query, caller, context(d));
       return { page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items: await present(d, result.items, caller, options) };
     }

@@ -89,6 +89,30 @@ describe('the recordbase executable and the demo', () => {
     expect(after.stdout.trim()).toBe('-- the database is up to date');
   }, 90_000);
 
+  test('migrate, openapi, types and clean refuse what the router refuses at creation (a rule on an unknown field, an unknown hook, an option out of range), exit 1 and touch nothing', async () => {
+    const cli = join(root, 'dist/lib/cli/main.js');
+    const data = JSON.stringify(join(dir, 'data'));
+    const configs = {
+      'bad-rule.js': `export default { dataDir: ${data}, collections: [{ name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: 'titel = "x"' } }] };\n`,
+      'bad-hook.js': `export default { dataDir: ${data}, collections: [{ name: 'notes', fields: [] }], hooks: { nots: { beforeCreate() {} } } };\n`,
+      'bad-sweep.js': `export default { dataDir: ${data}, collections: [{ name: 'notes', fields: [] }], fileSweep: { intervalMs: 30 * 24 * 3600 * 1000 } };\n`,
+    };
+    const expected = {
+      'bad-rule.js': 'collection "notes": rule "list" is invalid',
+      'bad-hook.js': 'hooks: "nots" is not a declared collection',
+      'bad-sweep.js': 'fileSweep.intervalMs must be at most 2147483647 milliseconds',
+    };
+    for (const [file, text] of Object.entries(configs)) await writeFile(join(dir, file), text);
+    for (const [file, message] of Object.entries(expected)) {
+      for (const args of [['migrate', '--dry-run'], ['migrate'], ['openapi'], ['types'], ['clean', '--days', '1', '--dry-run']]) {
+        const result = await runToEnd([cli, ...args, '--config', file], { cwd: dir });
+        expect({ file, args, code: result.code, stdout: result.stdout }).toEqual({ file, args, code: 1, stdout: '' });
+        expect(result.stderr).toContain(message);
+      }
+    }
+    expect(existsSync(join(dir, 'data'))).toBe(false);
+  }, 120_000);
+
   test('--help on every command and --version answer on stdout with exit 0', async () => {
     const cli = join(root, 'dist/lib/cli/main.js');
     const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;

@@ -65,9 +65,10 @@ describe.each(testEngines())('the file-token secret kept in the database (%s)', 
     expect(await storedRows()).toEqual([]);
   });
 
-  test.each([[''], ['short'], ['x'.repeat(31)]])('an explicit secret shorter than 32 characters (%j) is a TypeError', async (secret) => {
-    await expect(loadFileTokenSecret({ secret, shared: shared(), dataDir })).rejects.toBeInstanceOf(TypeError);
-    await expect(loadFileTokenSecret({ secret, shared: shared(), dataDir })).rejects.toThrow(/at least 32 characters/);
+  test.each([[''], ['short'], ['x'.repeat(31)]])('an explicit secret shorter than 32 characters (%j) is a TypeError when the router is created', (secret) => {
+    // The options are checked once, when resolved; loadFileTokenSecret takes the checked value.
+    expect(() => createRecordsRouter({ collections: [], dataDir, fileTokenSecret: secret })).toThrow(TypeError);
+    expect(() => createRecordsRouter({ collections: [], dataDir, fileTokenSecret: secret })).toThrow(/fileTokenSecret must be a string of at least 32 characters/);
   });
 
   test('the secret file of an earlier version is adopted when the database has none, then the database decides', async () => {

@@ -69,7 +69,7 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
     const delivery = new ChangeDelivery({
       db: database.db,
       store: new RecordStore(database.db),
-      presenter: new RecordPresenter(registry),
+      presenter: new RecordPresenter(registry, { expandLimits: { maxRecords: 10_000, maxBytes: 16 * 1024 * 1024 } }),
       collectionOf: (table) => registry.collections.find((c) => c.table === table),
       bounds: { checkTimeoutMs: 5_000, acquireTimeoutMs: 3_000 },
       endClient: () => undefined,

@@ -387,6 +387,8 @@ describe('createThumbnailPool', () => {
 });
 
 describe('createThumbnailCache', () => {
+  /** The cache takes resolved limits (the router passes its options'); each test overrides the one it tries. */
+  const BOUNDS = { concurrency: 1, maxQueue: 100, maxPixels: 24_000_000, maxStoredPerFile: 10 };
   const collectionId = 'posts';
   const recordId = 'abcdefghij12345';
   let parent: string;
@@ -433,7 +435,7 @@ describe('createThumbnailCache', () => {
     const name = 'photo_aaaaaaaaaa.png';
     await storeOriginal(name, twoTonePng);
     const counter = countRenders();
-    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger() });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: counter.render, logger: createMemoryLogger() });
     const request = { collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(100, 100) };
 
     const first = await cache.get(request);
@@ -446,7 +448,7 @@ describe('createThumbnailCache', () => {
     expect(await cache.get(request)).toEqual(found);
     // A second cache on the same storage (another process, a restart) finds it too.
     const other = countRenders();
-    expect(await createThumbnailCache({ storage, render: other.render, logger: createMemoryLogger() }).get(request)).toEqual(found);
+    expect(await createThumbnailCache({ ...BOUNDS, storage, render: other.render, logger: createMemoryLogger() }).get(request)).toEqual(found);
     expect([counter.calls(), other.calls()]).toEqual([1, 0]);
 
     const webp = await cache.get({ ...request, spec: makeSpec(100, 100, { mode: 'center', format: 'webp', quality: 50 }) });
@@ -459,7 +461,7 @@ describe('createThumbnailCache', () => {
     const name = 'shared_bbbbbbbbbb.png';
     await storeOriginal(name, twoTonePng);
     const counter = countRenders();
-    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger() });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: counter.render, logger: createMemoryLogger() });
     const request = { collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(0, 40) };
     const results = await Promise.all(Array.from({ length: 5 }, () => cache.get(request)));
     expect(counter.calls()).toBe(1);
@@ -471,7 +473,7 @@ describe('createThumbnailCache', () => {
 
   test('serves the original (undefined) for types it does not thumbnail, without reading them', async () => {
     const counter = countRenders();
-    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger() });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: counter.render, logger: createMemoryLogger() });
     for (const mimeType of ['application/pdf', 'image/svg+xml', 'text/plain']) {
       expect(await cache.get({ collectionId, recordId, name: 'doc_cccccccccc.pdf', mimeType, spec: makeSpec(100, 100) })).toBeUndefined();
     }
@@ -482,7 +484,7 @@ describe('createThumbnailCache', () => {
     const name = 'broken_dddddddddd.png';
     await storeOriginal(name, new Uint8Array(Buffer.from('definitely not a png')));
     const logger = createMemoryLogger();
-    const cache = createThumbnailCache({ storage, render: renderThumbnail, logger });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: renderThumbnail, logger });
     expect(await cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(100, 100) })).toBeUndefined();
     expect(logger.warnings).toHaveLength(1);
     expect(logger.warnings[0]).toContain(`thumbs_${name}/100x100_${name}`);
@@ -493,7 +495,7 @@ describe('createThumbnailCache', () => {
     const name = 'large_eeeeeeeeee.png';
     await storeOriginal(name, twoTonePng);
     const counter = countRenders();
-    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger(), maxSourceBytes: twoTonePng.byteLength - 1 });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: counter.render, logger: createMemoryLogger(), maxSourceBytes: twoTonePng.byteLength - 1 });
     expect(await cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(10, 10) })).toBeUndefined();
     expect(await cache.get({ collectionId, recordId, name: 'gone_ffffffffff.png', mimeType: 'image/png', spec: makeSpec(10, 10) })).toBeUndefined();
     expect(counter.calls()).toBe(0);
@@ -504,10 +506,10 @@ describe('createThumbnailCache', () => {
     await storeOriginal(name, twoTonePng);
     const failure = new Error('disk on fire');
     const failingWrites: Storage = { ...storage, write: async () => Promise.reject(failure), stat: (key) => storage.stat(key), read: (key, range) => storage.read(key, range) };
-    const cache = createThumbnailCache({ storage: failingWrites, render: renderThumbnail, logger: createMemoryLogger() });
+    const cache = createThumbnailCache({ ...BOUNDS, storage: failingWrites, render: renderThumbnail, logger: createMemoryLogger() });
     await expect(cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(10, 10) })).rejects.toBe(failure);
     const failingStat: Storage = { ...storage, stat: async () => Promise.reject(failure) };
-    const cache2 = createThumbnailCache({ storage: failingStat, render: renderThumbnail, logger: createMemoryLogger() });
+    const cache2 = createThumbnailCache({ ...BOUNDS, storage: failingStat, render: renderThumbnail, logger: createMemoryLogger() });
     await expect(cache2.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(10, 10) })).rejects.toBe(failure);
   });
 
@@ -517,7 +519,7 @@ describe('createThumbnailCache', () => {
     try {
       const name = 'pooled_hhhhhhhhhh.jpg';
       await storeOriginal(name, await makeTwoToneImage({ width: 60, height: 40, mime: 'image/jpeg' }));
-      const cache = createThumbnailCache({ storage, render: pool.render, logger: createMemoryLogger() });
+      const cache = createThumbnailCache({ ...BOUNDS, storage, render: pool.render, logger: createMemoryLogger() });
       const result = await cache.get({ collectionId, recordId, name, mimeType: 'image/jpeg', spec: makeSpec(30, 30, { mode: 'bottom' }) });
       expect(result).toEqual({ key: `posts/${recordId}/thumbs_${name}/30x30b_${name}`, contentType: 'image/jpeg' });
       const image = await decode(await readStored(result!.key));
@@ -595,7 +597,7 @@ describe('createThumbnailCache', () => {
         batches.push(input.specs.length);
         return pool.renderBatch(input);
       };
-      const cache = createThumbnailCache({ storage, renderBatch, logger: createMemoryLogger() });
+      const cache = createThumbnailCache({ ...BOUNDS, storage, renderBatch, logger: createMemoryLogger() });
       const sizes = [[10, 10], [20, 0], [0, 30], [40, 40], [50, 20], [60, 60]] as const;
       const results = await Promise.all(sizes.map(([w, h]) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(w, h) })));
       // The first request starts alone; the five that arrive while it runs wait and go together.
@@ -615,7 +617,7 @@ describe('createThumbnailCache', () => {
     for (const name of ['one_jjjjjjjjjj.png', 'two_kkkkkkkkkk.png']) await storeOriginal(name, twoTonePng);
     const gated = createGatedRenderer();
     const counted = countReads(storage);
-    const cache = createThumbnailCache({ storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 2 });
+    const cache = createThumbnailCache({ ...BOUNDS, storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 2 });
     const ask = (name: string, size: number) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(size, size) });
     const first = ask('one_jjjjjjjjjj.png', 11);
     await waitUntil(() => gated.started.length === 1);
@@ -640,7 +642,7 @@ describe('createThumbnailCache', () => {
     for (const name of names) await storeOriginal(name, twoTonePng);
     const gated = createGatedRenderer();
     const counted = countReads(storage);
-    const cache = createThumbnailCache({ storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 1, maxQueue: 2 });
+    const cache = createThumbnailCache({ ...BOUNDS, storage: counted.storage, renderBatch: gated.renderBatch, logger: createMemoryLogger(), concurrency: 1, maxQueue: 2 });
     const ask = (name: string) => cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(15, 15) });
     const running = ask(names[0]!);
     await waitUntil(() => gated.started.length === 1);
@@ -663,7 +665,7 @@ describe('createThumbnailCache', () => {
     const name = 'bounded_pppppppppp.png';
     await storeOriginal(name, twoTonePng);
     const counter = countRenders();
-    const cache = createThumbnailCache({ storage, render: counter.render, logger: createMemoryLogger(), maxStoredPerFile: 3 });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, render: counter.render, logger: createMemoryLogger(), maxStoredPerFile: 3 });
     const ask = (size: number, sizesListed = false) =>
       cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(size, size), sizesListed });
     for (const size of [21, 22, 23]) expect(await ask(size)).toBeDefined();
@@ -684,14 +686,14 @@ describe('createThumbnailCache', () => {
     const pixelsEach = 120 * 80;
     const logger = createMemoryLogger();
     const refusing = countRenders();
-    const small = createThumbnailCache({ storage, render: refusing.render, logger, maxPixels: pixelsEach - 1 });
+    const small = createThumbnailCache({ ...BOUNDS, storage, render: refusing.render, logger, maxPixels: pixelsEach - 1 });
     expect(await small.get({ collectionId, recordId, name: 'px1_qqqqqqqqqq.png', mimeType: 'image/png', spec: makeSpec(16, 16) })).toBeUndefined();
     expect(refusing.calls()).toBe(0);
     expect(logger.warnings.at(-1)).toContain('limits.maxThumbnailPixels');
 
     // Room for one original at a time: two slots, but the second render waits for the first.
     const gated = createGatedRenderer();
-    const cache = createThumbnailCache({ storage, renderBatch: gated.renderBatch, logger, concurrency: 2, maxPixels: pixelsEach + pixelsEach / 2 });
+    const cache = createThumbnailCache({ ...BOUNDS, storage, renderBatch: gated.renderBatch, logger, concurrency: 2, maxPixels: pixelsEach + pixelsEach / 2 });
     const both = ['px1_qqqqqqqqqq.png', 'px2_rrrrrrrrrr.png'].map((name) =>
       cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(17, 17) }),
     );
