@@ -1,9 +1,8 @@
-import { types } from 'node:util';
 import type { Knex } from 'knex';
-import type { CollectionSchema, FieldSchema, StorageKind } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
 import { compileObjectShape } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
-import { formatRecordDate, hasRecordDateShape } from '../schema/record-date.js';
+import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
 import { transactionWithin } from './bound-statements.js';
@@ -19,24 +18,8 @@ export type RecordValues = Record<string, unknown>;
 export const RECORD_ALIAS = 'r';
 
 
-/** A date as the driver gave it: record-format text already (run-statement.ts reads a UTC timestamptz so), else a Date or other text. */
-function readDate(raw: unknown): unknown {
-  if (raw === null || raw === undefined) return null;
-  if (typeof raw === 'string' && hasRecordDateShape(raw)) return raw;
-  // isDate, not instanceof: the embedded engine's rows come from its worker thread, which under a
-  // test runner's vm context is another realm; String(date) would drop the milliseconds.
-  return formatRecordDate(types.isDate(raw) ? raw : new Date(String(raw)));
-}
-
-/** How a column's value becomes a record value, per storage kind (SQL NULL is each kind's empty value). */
-const READ_STORAGE: Record<StorageKind, (raw: unknown) => unknown> = {
-  text: (raw) => raw ?? '',
-  array: (raw) => raw ?? [],
-  bool: (raw) => raw ?? false,
-  number: (raw) => (raw === null || raw === undefined ? null : typeof raw === 'number' ? raw : Number(raw)),
-  date: readDate,
-  json: (raw) => raw ?? null,
-};
+/** How a column's value becomes a record value, by storage kind (lib/schema/storage-kinds.ts), as the row reader names them. */
+const READ_STORAGE = Object.fromEntries(Object.entries(STORAGE_KINDS).map(([kind, spec]) => [kind, spec.readColumn])) as Record<StorageKind, (raw: unknown) => unknown>;
 
 /** Turns a database row into record values; the only place that knows how the driver answers. */
 export function readRow(collection: CollectionSchema, row: Record<string, unknown>): RecordValues {
@@ -45,23 +28,13 @@ export function readRow(collection: CollectionSchema, row: Record<string, unknow
 
 /** A value as a write binds it into its column (jsonb columns take JSON text). */
 function columnValue(field: FieldSchema, value: unknown): unknown {
-  return (field.storage === 'array' || field.storage === 'json') && value !== null && value !== undefined ? JSON.stringify(value) : value;
+  return STORAGE_KINDS[field.storage].toColumn(value);
 }
 
 /** The fields a write sets: every non-system field present in `values` (undefined counts as absent: the column keeps its default). */
 function writtenFields(collection: CollectionSchema, values: RecordValues): FieldSchema[] {
   return collection.fields.filter((field) => !field.system && values[field.name] !== undefined);
 }
-
-/** The Postgres type of each storage kind: how a value is bound into a row built from values. */
-const COLUMN_CASTS: Record<FieldSchema['storage'], string> = {
-  text: 'text',
-  array: 'jsonb',
-  bool: 'boolean',
-  number: 'double precision',
-  date: 'timestamptz',
-  json: 'jsonb',
-};
 
 /** Most statement shapes named per collection and kind (insert column sets): past it, statements run unnamed. */
 const MAX_NAMED_SHAPES = 16;
@@ -282,7 +255,7 @@ export class RecordStore {
       if (relations.length === 0) {
         return `INSERT INTO ${q(collection.table)} (${columns}) VALUES (${fields.map(() => '?').join(', ')}, ?, now(), now()) RETURNING ${statements.returning}`;
       }
-      const casts = fields.map((f) => `?::${COLUMN_CASTS[f.storage]}`).join(', ');
+      const casts = fields.map((f) => `?::${STORAGE_KINDS[f.storage].bindCast}`).join(', ');
       const checks = relations.map((r) =>
         r.multiple
           ? `(SELECT count(*) FROM ${q(r.target.table)} WHERE ${q('id')} = ANY(?::text[])) = ?::int`
@@ -344,7 +317,7 @@ export class RecordStore {
         continue;
       }
       const value = options.values[field.name];
-      columns.push(`?::${COLUMN_CASTS[field.storage]} AS ${q(field.column)}`);
+      columns.push(`?::${STORAGE_KINDS[field.storage].bindCast} AS ${q(field.column)}`);
       bindings.push(columnValue(field, value) ?? null);
     }
     const sql = `SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}${whereClause(options.where, bindings)}`;

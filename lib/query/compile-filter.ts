@@ -1,4 +1,6 @@
-import type { CollectionSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
+// Over 500 lines: one compiler whose operand and comparison methods share its state (aliases, cost, @collection scopes).
+import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import type { RequestInfo } from './request-info.js';
 import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
 import { findCollectionScopes } from './collection-scopes.js';
@@ -9,7 +11,7 @@ import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
 import { readRequestValue } from './request-values.js';
 import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
-import { bindValue, joinSql, quoteIdent, rawSql, sql, type BindCast, type SqlFragment } from './sql-fragment.js';
+import { bindValue, joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
 
 /**
  * Who a filter is compiled for, which decides what it may reach:
@@ -156,17 +158,6 @@ interface ExprSide {
 
 type Side = ValueSide | ExprSide;
 
-/** Storages whose expressions are never NULL: NOT NULL columns, and paths wrapped by wrapEmpty. */
-const NEVER_NULL: readonly StorageKind[] = ['text', 'bool', 'array'];
-const CASTS: Record<StorageKind, BindCast> = {
-  text: 'text',
-  number: 'double precision',
-  bool: 'boolean',
-  date: 'timestamptz',
-  json: 'jsonb',
-  array: 'jsonb',
-};
-
 class FilterCompiler {
   private readonly aliases: AliasAllocator;
   /** Rules and superusers: hidden fields and `@collection.*` are within reach (see FilterMode). */
@@ -248,7 +239,7 @@ class FilterCompiler {
     // `f = null` / `f != null`: emptiness of the whole value (an array is not iterated).
     if ((operator === '=' || operator === '!=') && (isNullValue(left) || isNullValue(right)) && (left.kind === 'expr' || right.kind === 'expr')) {
       const other = (isNullValue(left) ? right : left) as ExprSide;
-      const empty = isEmptySql(other);
+      const empty = STORAGE_KINDS[other.storage].isEmptySql(other.sql);
       const cond = operator === '=' ? empty : sql`NOT (${empty})`;
       return this.wrapSources(cond, quantify(other));
     }
@@ -290,7 +281,7 @@ class FilterCompiler {
     const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${side.sql}) AS ${quoteIdent(alias)}("v") ON TRUE`;
     const quantifier: Quantifier = side.each ? 'forall' : options.anyOf ? 'exists' : 'forall';
     options.sources.push({ source: { kind: 'elements', alias, join }, quantifier });
-    return { ...side, sql: rawSql(`COALESCE(${quoteIdent(alias)}."v", '')`), storage: 'text', sources: [] };
+    return { ...side, sql: STORAGE_KINDS.text.fillEmptySql(rawSql(`${quoteIdent(alias)}."v"`)), storage: 'text', sources: [] };
   }
 
   private compileArrayContains(options: { array: ExprSide; other: Side; negate: boolean; sources: QuantifiedSource[] }): SqlFragment {
@@ -303,7 +294,7 @@ class FilterCompiler {
     }
     const alias = this.aliases.next();
     const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${array.sql}) AS ${quoteIdent(alias)}("v") ON TRUE`;
-    let element = `COALESCE(${quoteIdent(alias)}."v", '')`;
+    let element = STORAGE_KINDS.text.fillEmptySql(rawSql(`${quoteIdent(alias)}."v"`)).sql;
     if (array.lower) element = `lower(${element})`;
     let match: SqlFragment;
     if (other.kind === 'value') {
@@ -331,7 +322,7 @@ class FilterCompiler {
     const r = this.sideAs(right, { target, against: left });
     // Plain `=` keeps indexes usable; it equals IS NOT DISTINCT FROM when a side cannot be NULL.
     const neverNull = (side: Side, frag: SqlFragment) =>
-      side.kind === 'value' ? frag.bindings[0] !== null : side.storage === target && NEVER_NULL.includes(target);
+      side.kind === 'value' ? frag.bindings[0] !== null : side.storage === target && STORAGE_KINDS[target].neverNull;
     switch (operator) {
       case '=':
         return neverNull(left, l) || neverNull(right, r) ? sql`${l} = ${r}` : sql`${l} IS NOT DISTINCT FROM ${r}`;
@@ -358,16 +349,16 @@ class FilterCompiler {
   private textOperand(side: Side, against: Side): SqlFragment {
     if (side.kind === 'value') return bindValue(this.coerceValue(side, { target: 'text', against }), 'text');
     const text = this.exprAs(side, 'text');
-    return side.storage === 'text' ? text : sql`COALESCE(${text}, '')`;
+    return side.storage === 'text' ? text : STORAGE_KINDS.text.fillEmptySql(text);
   }
 
   private sideAs(side: Side, options: { target: StorageKind; against: Side }): SqlFragment {
     if (side.kind === 'expr') return this.exprAs(side, options.target);
-    return bindValue(this.coerceValue(side, options), CASTS[options.target]);
+    return bindValue(this.coerceValue(side, options), STORAGE_KINDS[options.target].bindCast);
   }
 
   private exprAs(side: ExprSide, target: StorageKind): SqlFragment {
-    let value = side.storage === target ? side.sql : toText(side.sql, side.storage);
+    let value = side.storage === target ? side.sql : STORAGE_KINDS[side.storage].toTextSql(side.sql);
     if (side.lower) value = sql`lower(${value})`;
     return value;
   }
@@ -553,20 +544,6 @@ function isNullValue(side: Side): boolean {
   return side.kind === 'value' && (side.value === null || side.value === undefined);
 }
 
-/** "Empty" per docs/query-language.md: NULL, '' and [] (and JSON null); false and 0 are values. */
-function isEmptySql(side: ExprSide): SqlFragment {
-  switch (side.storage) {
-    case 'text':
-      return sql`${side.sql} = ''`;
-    case 'array':
-      return sql`${side.sql} = '[]'::jsonb`;
-    case 'json':
-      return sql`COALESCE(${side.sql}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb)`;
-    default:
-      return sql`${side.sql} IS NULL`;
-  }
-}
-
 /** The type both sides are compared as. */
 function pickTarget(left: Side, right: Side, operator: string): StorageKind {
   if (operator === '~' || operator === '!~') return 'text';
@@ -584,20 +561,6 @@ function pickTarget(left: Side, right: Side, operator: string): StorageKind {
 
 function naturalStorage(side: ValueSide): StorageKind | undefined {
   return side.hint ?? naturalStorageOf(side.value);
-}
-
-/** Text form of a non-text expression; dates use the record format clients see. */
-function toText(expr: SqlFragment, storage: StorageKind): SqlFragment {
-  switch (storage) {
-    case 'text':
-      return expr;
-    case 'date':
-      return sql`(to_char(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') || 'Z')`;
-    case 'json':
-      return sql`(${expr} #>> '{}')`;
-    default:
-      return sql`CAST(${expr} AS text)`;
-  }
 }
 
 /**

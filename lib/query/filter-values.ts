@@ -5,7 +5,7 @@
  * a write; dates follow the filter's own literal grammar (prefixes such as `2024-05` allowed).
  */
 import { readBool, readNumber, readScalarString } from '../schema/coerce-value.js';
-import type { StorageKind } from '../schema/collection-schema.js';
+import type { StorageKind } from '../schema/storage-kinds.js';
 import { formatRecordDate, isRecordYear } from '../schema/record-date.js';
 import { parseDateLiteral } from './date-literal.js';
 

@@ -1,4 +1,5 @@
-import type { CollectionSchema, FieldSchema, SchemaRegistry, StorageKind } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { resolveRelation } from './resolve-relation.js';
 import { quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
 
@@ -72,20 +73,6 @@ export interface ResolvePathOptions {
   readonly maxHops?: number;
 }
 
-/** Missing related rows (or padding rows) read as the field's empty value, as stored rows do. */
-export function wrapEmpty(expr: SqlFragment, storage: StorageKind): SqlFragment {
-  switch (storage) {
-    case 'text':
-      return sql`COALESCE(${expr}, '')`;
-    case 'bool':
-      return sql`COALESCE(${expr}, FALSE)`;
-    case 'array':
-      return sql`COALESCE(${expr}, '[]'::jsonb)`;
-    default:
-      return expr;
-  }
-}
-
 /**
  * Walks a dotted path from a collection: single relations become correlated scalar subqueries
  * (a missing target reads as empty values), multi-valued relations and back-relations become
@@ -112,7 +99,8 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     if (field && field.hidden && !canSeeHidden) throw fail(`unknown field "${whole}"`);
     if (field && isLast) {
       const column = ref(field.column);
-      const value = hops > 0 ? wrapEmpty(column, field.storage) : column;
+      // A missing related row reads as the field's empty value, as a stored row does.
+      const value = hops > 0 ? STORAGE_KINDS[field.storage].fillEmptySql(column) : column;
       return { value, field, storage: field.storage, sources };
     }
     const relation = resolveRelation({ registry, collection, name, canSeeHidden });
@@ -167,7 +155,7 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
       const count = sql`(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(counted)}${countCondition})`;
       const idField = collection.field('id') as FieldSchema;
       return {
-        value: wrapEmpty(ref('id'), 'text'),
+        value: STORAGE_KINDS.text.fillEmptySql(ref('id')),
         field: idField,
         storage: 'text',
         sources,

@@ -8,12 +8,12 @@ import type { FieldError } from '../errors.js';
 import { stageUploads, type StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
 import type { InputSource } from '../schema/coerce-value.js';
-import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
+import type { CollectionSchema, DeclaredFieldSchema } from '../schema/collection-schema.js';
 import { acceptsOperation, parseModifierKey, type FieldOperationKind } from '../schema/field-modifiers.js';
 
 /** What one request does to one field. */
 export interface FieldWrite {
-  readonly field: FieldSchema;
+  readonly field: DeclaredFieldSchema;
   /** The raw values the body sent, by operation (`set` for the plain key); only keys that were sent. */
   readonly sent: ReadonlyMap<FieldOperationKind, unknown>;
   /** New files joining a file field, by operation, in the order they were sent. */
@@ -60,8 +60,8 @@ export interface WriteRequest {
  */
 export function readWriteOperations(collection: CollectionSchema, request: WriteRequest): WriteOperations {
   const { staged, errors } = stageUploads(collection, request.uploads ?? []);
-  const byField = new Map<FieldSchema, { sent: Map<FieldOperationKind, unknown>; uploads: Map<Exclude<FieldOperationKind, 'remove'>, StagedUpload[]> }>();
-  const entryOf = (field: FieldSchema) => {
+  const byField = new Map<DeclaredFieldSchema, { sent: Map<FieldOperationKind, unknown>; uploads: Map<Exclude<FieldOperationKind, 'remove'>, StagedUpload[]> }>();
+  const entryOf = (field: DeclaredFieldSchema) => {
     let entry = byField.get(field);
     if (!entry) byField.set(field, (entry = { sent: new Map(), uploads: new Map() }));
     return entry;
@@ -74,6 +74,7 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     entryOf(field).sent.set(kind, body[key]);
   }
   for (const upload of staged) {
+    if (upload.field.system) continue; // never true (uploads target file fields); tells the compiler the field is declared
     const list = entryOf(upload.field).uploads;
     list.set(upload.operation, [...(list.get(upload.operation) ?? []), upload]);
   }
@@ -83,7 +84,7 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
       entryOf(field).sent.set('set', null);
     }
   }
-  const fields = collection.fields.filter((f) => byField.has(f)).map((field) => ({ field, ...byField.get(field)! }));
+  const fields = collection.fields.filter((f): f is DeclaredFieldSchema => !f.system && byField.has(f)).map((field) => ({ field, ...byField.get(field)! }));
   const sentId = request.update !== true && Object.prototype.hasOwnProperty.call(body, 'id');
   return {
     collection,

@@ -1,16 +1,11 @@
 import type { FieldError } from '../errors.js';
 import type { RecordValues } from '../db/record-store.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
-import {
-  coerceFieldValue,
-  coerceNumberOperand,
-  coerceStringList,
-  createFieldError,
-  emptyValueOf,
-  type CoerceResult,
-} from '../schema/coerce-value.js';
-import type { FieldSchema } from '../schema/collection-schema.js';
+import { coerceStringList, type CoerceResult } from '../schema/coerce-value.js';
 import { classifyModifiers, MODIFIER_ORDER, type FieldOperationKind } from '../schema/field-modifiers.js';
+import { coerceFieldValue, fieldTypeOf, type DeclaredFieldSchema } from '../schema/field-types.js';
+import { coerceNumberOperand, NOT_A_NUMBER } from '../schema/fields/number.js';
+import { emptyValueOf } from '../schema/storage-kinds.js';
 import type { FieldWrite, WriteOperations } from './field-operations.js';
 
 /**
@@ -52,7 +47,7 @@ export function normalizeWrite(operations: WriteOperations, existing?: RecordVal
 }
 
 /** The stored value of a field in record-value shape (a Date from the driver becomes a string). */
-export function readStoredValue(field: FieldSchema, existing: RecordValues | undefined): unknown {
+export function readStoredValue(field: DeclaredFieldSchema, existing: RecordValues | undefined): unknown {
   if (existing === undefined || !Object.prototype.hasOwnProperty.call(existing, field.name)) return emptyValueOf(field);
   const value = existing[field.name];
   if (value === undefined) return emptyValueOf(field);
@@ -99,7 +94,7 @@ function applyModifiers(write: FieldWrite, value: unknown): CoerceResult {
       if (!operand.ok) return operand;
       n = kind === 'remove' ? n - (operand.value as number) : n + (operand.value as number);
     }
-    if (!Number.isFinite(n)) return { ok: false, error: createFieldError('validation_invalid_number', 'Must be a valid number.') };
+    if (!Number.isFinite(n)) return { ok: false, error: { ...NOT_A_NUMBER } };
     return { ok: true, value: n };
   }
   let list = readList(field, value);
@@ -127,7 +122,7 @@ function applyModifiers(write: FieldWrite, value: unknown): CoerceResult {
 }
 
 /** A list-like field's value as a list: a single-valued field is a list of zero or one. */
-function readList(field: FieldSchema, value: unknown): string[] {
+function readList(field: DeclaredFieldSchema, value: unknown): string[] {
   if (field.multiple) return Array.isArray(value) ? (value as string[]) : [];
   return typeof value === 'string' && value !== '' ? [value] : [];
 }
@@ -136,10 +131,7 @@ function namesOf(uploads: readonly StagedUpload[]): string[] {
   return uploads.map((upload) => upload.name);
 }
 
-function tooMany(field: FieldSchema): CoerceResult {
-  const error =
-    field.type === 'file'
-      ? createFieldError('validation_too_many_files', 'Too many files; at most 1 allowed.')
-      : createFieldError('validation_too_many_values', 'Select no more than 1.');
-  return { ok: false, error };
+/** Several values left in a single-valued list field (select, relation, file), worded by its type. */
+function tooMany(field: DeclaredFieldSchema): CoerceResult {
+  return { ok: false, error: { ...fieldTypeOf(field).tooManyError } };
 }

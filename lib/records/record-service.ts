@@ -8,7 +8,7 @@ import type { StagedUpload } from '../files/stage-uploads.js';
 import type { Upload } from '../files/upload.js';
 import type { SqlFragment } from '../query/sql-fragment.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import type { FileFieldDefinition } from '../schema/definitions.js';
+import type { FileFieldSchema } from '../schema/fields/file.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction, type RuleDecision } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
@@ -79,7 +79,7 @@ export interface OperationContext {
 /** The record a download names, and the file field that holds the name. */
 export interface FileOwner {
   record: RecordValues;
-  field: FieldSchema;
+  field: FileFieldSchema;
 }
 
 /**
@@ -258,9 +258,9 @@ export class RecordService {
       if (!isRecordId(options.id)) throw notFound();
       const store = this.storeOf(context);
       const record = await store.selectById({ collection, id: options.id });
-      const field = record && collection.fields.find((f) => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
+      const field = record && collection.fields.find((f): f is FileFieldSchema => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
       if (!record || !field) throw notFound();
-      if ((field.definition as FileFieldDefinition).protected !== true) return { record, field };
+      if (field.definition.protected !== true) return { record, field };
       const caller = await options.caller();
       if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
       if (isSuperuser(caller)) return { record, field };

@@ -1,37 +1,12 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
-import type { CollectionDefinition, FieldDefinition, FieldType, FileFieldDefinition, Rule } from './definitions.js';
-import { parseThumbSize } from './thumb-size.js';
+import type { CollectionDefinition, FieldDefinition, Rule } from './definitions.js';
+import { FIELD_BASE_KEYS } from './field-type-spec.js';
+import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
 
-/**
- * How a field's value is kept in its column. The query compiler and the record service read
- * this, never the field type, to decide SQL shapes.
- * - `text`: text NOT NULL DEFAULT '' (text, email, url, single select/relation/file)
- * - `array`: jsonb array of strings NOT NULL DEFAULT '[]' (multi-valued select/relation/file)
- * - `bool`: boolean NOT NULL DEFAULT false
- * - `number`: double precision, NULL when empty
- * - `date`: timestamptz(3), NULL when empty
- * - `json`: jsonb, NULL when empty
- */
-export type StorageKind = 'text' | 'array' | 'bool' | 'number' | 'date' | 'json';
-
-/** A checked field. `column` is the SQL column name (always quoted in SQL). */
-export interface FieldSchema {
-  readonly name: string;
-  readonly type: FieldType | 'id' | 'autodate';
-  readonly column: string;
-  readonly storage: StorageKind;
-  /** maxSelect > 1 for select, relation and file fields. */
-  readonly multiple: boolean;
-  readonly hidden: boolean;
-  readonly required: boolean;
-  /** True for id, created and updated. */
-  readonly system: boolean;
-  /** Target collection name, for relation fields. */
-  readonly relationTo?: string;
-  /** The user's declaration (absent for system fields). */
-  readonly definition?: FieldDefinition;
-}
+// The checked model is read from here by every layer above the schema.
+export type { StorageKind } from './storage-kinds.js';
+export type { DeclaredFieldSchema, FieldSchema, SystemFieldSchema } from './field-types.js';
 
 /** The five rules, each `null` (superusers only), `""` (everyone) or an expression. */
 export interface ResolvedRules {
@@ -83,7 +58,6 @@ export const SYSTEM_FIELD_NAMES = ['id', 'created', 'updated', 'collectionId', '
 const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const COLLECTION_ID = /^[A-Za-z0-9_]{1,63}$/;
-const FIELD_TYPES: readonly FieldType[] = ['text', 'number', 'bool', 'email', 'url', 'date', 'select', 'json', 'relation', 'file'];
 /** Postgres truncates identifiers beyond 63 bytes; refusing them keeps names unambiguous. */
 const MAX_IDENTIFIER = 63;
 
@@ -91,19 +65,6 @@ const MAX_IDENTIFIER = 63;
 const COLLECTION_KEYS = ['name', 'id', 'fields', 'rules', 'indexes'];
 const RULE_KEYS = ['list', 'view', 'create', 'update', 'delete'];
 const INDEX_KEYS = ['fields', 'unique'];
-const FIELD_BASE_KEYS = ['name', 'type', 'required', 'hidden'];
-const FIELD_KEYS: Readonly<Record<FieldType, readonly string[]>> = {
-  text: ['min', 'max', 'pattern'],
-  number: ['min', 'max', 'onlyInt'],
-  bool: [],
-  email: [],
-  url: [],
-  date: [],
-  select: ['values', 'maxSelect'],
-  json: ['maxSize'],
-  relation: ['collection', 'maxSelect', 'cascadeDelete'],
-  file: ['maxSelect', 'maxSize', 'mimeTypes', 'thumbs', 'protected'],
-};
 
 /**
  * Refuses keys a definition part does not know, naming the first and the known ones. PocketBase's
@@ -117,15 +78,7 @@ function checkKnownKeys(where: string, value: object, known: readonly string[]):
   throw new SchemaError(`${where}: unknown key "${unknown}"${hint}`);
 }
 
-/** Refuses a limit that validation could not enforce (a negative length, a non-numeric bound). */
-function checkLimit(where: string, options: { name: string; value: unknown; integer: boolean }): void {
-  const { value } = options;
-  if (value === undefined) return;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (!options.integer || (Number.isInteger(value) && value >= 0));
-  if (!ok) throw new SchemaError(`${where}: ${options.name} must be ${options.integer ? 'a non-negative integer' : 'a finite number'}`);
-}
-
-const SYSTEM_FIELDS: readonly FieldSchema[] = [
+const SYSTEM_FIELDS: readonly SystemFieldSchema[] = [
   { name: 'id', type: 'id', column: 'id', storage: 'text', multiple: false, hidden: false, required: true, system: true },
   { name: 'created', type: 'autodate', column: 'created', storage: 'date', multiple: false, hidden: false, required: false, system: true },
   { name: 'updated', type: 'autodate', column: 'updated', storage: 'date', multiple: false, hidden: false, required: false, system: true },
@@ -136,28 +89,11 @@ export function deriveCollectionId(name: string): string {
   return 'pbc_' + createHash('sha256').update(name).digest('hex').slice(0, 10);
 }
 
-/** True when the field holds several values (maxSelect > 1). */
-function isMultiple(def: FieldDefinition): boolean {
-  return (def.type === 'select' || def.type === 'relation' || def.type === 'file') && (def.maxSelect ?? 1) > 1;
-}
-
-function storageOf(def: FieldDefinition): StorageKind {
-  if (isMultiple(def)) return 'array';
-  switch (def.type) {
-    case 'bool':
-      return 'bool';
-    case 'number':
-      return 'number';
-    case 'date':
-      return 'date';
-    case 'json':
-      return 'json';
-    default:
-      return 'text';
-  }
-}
-
-function checkField(collection: string, def: FieldDefinition, names: Set<string>): FieldSchema {
+/**
+ * Checks one declared field: its name, its type, its keys, then its type's own settings
+ * (lib/schema/fields/), and builds the checked field from what the type says of it.
+ */
+function checkField(collection: string, def: FieldDefinition, names: Set<string>): DeclaredFieldSchema {
   const where = `collection "${collection}", field "${String(def?.name)}"`;
   if (!def || typeof def !== 'object') throw new SchemaError(`collection "${collection}": every field must be an object`);
   if (typeof def.name !== 'string' || !FIELD_NAME.test(def.name) || def.name.length > MAX_IDENTIFIER) {
@@ -168,69 +104,26 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
   }
   if (names.has(def.name)) throw new SchemaError(`${where}: declared twice`);
   names.add(def.name);
-  if (!FIELD_TYPES.includes(def.type)) {
-    throw new SchemaError(`${where}: unknown type "${String((def as { type: unknown }).type)}" (one of ${FIELD_TYPES.join(', ')})`);
+  const spec = findFieldType(def.type);
+  if (!spec) {
+    throw new SchemaError(`${where}: unknown type "${String((def as { type: unknown }).type)}" (one of ${FIELD_TYPES.map((t) => t.type).join(', ')})`);
   }
-  checkKnownKeys(where, def, [...FIELD_BASE_KEYS, ...FIELD_KEYS[def.type]]);
-  if (def.type === 'text') {
-    checkLimit(where, { name: 'min', value: def.min, integer: true });
-    checkLimit(where, { name: 'max', value: def.max, integer: true });
-    if (def.pattern !== undefined && typeof def.pattern !== 'string') throw new SchemaError(`${where}: pattern must be a string`);
-  }
-  if (def.type === 'number') {
-    checkLimit(where, { name: 'min', value: def.min, integer: false });
-    checkLimit(where, { name: 'max', value: def.max, integer: false });
-  }
-  if (def.type === 'json') checkLimit(where, { name: 'maxSize', value: def.maxSize, integer: true });
-  if (def.type === 'select' && (!Array.isArray(def.values) || def.values.length === 0 || def.values.some((v) => typeof v !== 'string'))) {
-    throw new SchemaError(`${where}: a select field needs "values", a non-empty array of strings`);
-  }
-  if (def.type === 'relation' && (typeof def.collection !== 'string' || def.collection === '')) {
-    throw new SchemaError(`${where}: a relation field needs "collection", the target collection's name`);
-  }
-  if ('maxSelect' in def && def.maxSelect !== undefined && (!Number.isInteger(def.maxSelect) || def.maxSelect < 1)) {
-    throw new SchemaError(`${where}: maxSelect must be a positive integer`);
-  }
-  if (def.type === 'file') checkFileOptions(where, def);
-  if (def.type === 'text' && def.pattern !== undefined) {
-    try {
-      new RegExp(def.pattern);
-    } catch {
-      throw new SchemaError(`${where}: pattern is not a valid regular expression`);
-    }
-  }
+  checkKnownKeys(where, def, [...FIELD_BASE_KEYS, ...spec.keys]);
+  spec.checkSettings(def, where);
+  const multiple = spec.isMultiple(def);
+  // The spec came from def.type, so the field built here is of def's own type.
   return {
     name: def.name,
     type: def.type,
     column: def.name,
-    storage: storageOf(def),
-    multiple: isMultiple(def),
+    storage: multiple ? 'array' : spec.storage,
+    multiple,
     hidden: def.hidden === true,
     required: def.required === true,
     system: false,
-    relationTo: def.type === 'relation' ? def.collection : undefined,
+    relationTo: spec.relationTarget(def),
     definition: def,
-  };
-}
-
-/**
- * A file field's limits, checked at creation: a typo here (`'100X100'`, a negative size) would
- * otherwise only show up later as every upload or thumbnail request failing.
- */
-function checkFileOptions(where: string, def: FileFieldDefinition): void {
-  if (def.maxSize !== undefined && (!Number.isSafeInteger(def.maxSize) || def.maxSize < 1)) {
-    throw new SchemaError(`${where}: maxSize must be a positive integer (bytes)`);
-  }
-  if (def.mimeTypes !== undefined && (!Array.isArray(def.mimeTypes) || def.mimeTypes.some((m) => typeof m !== 'string' || !/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/i.test(m)))) {
-    throw new SchemaError(`${where}: mimeTypes must be an array of MIME types such as "image/png"`);
-  }
-  if (def.thumbs !== undefined) {
-    if (!Array.isArray(def.thumbs)) throw new SchemaError(`${where}: thumbs must be an array of sizes such as "100x100"`);
-    for (const size of def.thumbs) {
-      const parsed = parseThumbSize(size);
-      if ('error' in parsed) throw new SchemaError(`${where}: thumbs entry ${JSON.stringify(size)} is not a thumbnail size: ${parsed.error}`);
-    }
-  }
+  } as DeclaredFieldSchema;
 }
 
 function checkRules(collection: string, def: CollectionDefinition): ResolvedRules {

@@ -1,105 +1,25 @@
 /**
  * What a user writes to declare collections (docs/collections.md). These are the public input
  * types; lib/schema/collection-schema.ts turns them into the checked, normalised model the rest
- * of the library reads.
+ * of the library reads. Each field type's declaration lives with the type (lib/schema/fields/).
  */
+import type { FieldDefinition } from './field-types.js';
 
-/** Every field type a collection may declare. */
-export type FieldType = 'text' | 'number' | 'bool' | 'email' | 'url' | 'date' | 'select' | 'json' | 'relation' | 'file';
+// The public input types in one place (lib/index.ts exports them from here).
+export type { FieldDefinition } from './field-types.js';
+export type { TextFieldDefinition } from './fields/text.js';
+export type { NumberFieldDefinition } from './fields/number.js';
+export type { BoolFieldDefinition } from './fields/bool.js';
+export type { EmailFieldDefinition } from './fields/email.js';
+export type { UrlFieldDefinition } from './fields/url.js';
+export type { DateFieldDefinition } from './fields/date.js';
+export type { SelectFieldDefinition } from './fields/select.js';
+export type { JsonFieldDefinition } from './fields/json.js';
+export type { RelationFieldDefinition } from './fields/relation.js';
+export type { FileFieldDefinition } from './fields/file.js';
 
-interface FieldBase {
-  /** `[A-Za-z_][A-Za-z0-9_]*`, unique within the collection, not a system field name. */
-  name: string;
-  /** Empty values are refused with `validation_required`. */
-  required?: boolean;
-  /** Never in responses, nor usable in filter/sort, for anyone but a superuser; rules may use it. */
-  hidden?: boolean;
-}
-
-export interface TextFieldDefinition extends FieldBase {
-  type: 'text';
-  /** Minimum length in characters (checked when the value is not empty). */
-  min?: number;
-  /** Maximum length in characters. */
-  max?: number;
-  /** A regular expression the value must match (when not empty). */
-  pattern?: string;
-}
-
-export interface NumberFieldDefinition extends FieldBase {
-  type: 'number';
-  min?: number;
-  max?: number;
-  /** Refuse non-integers with `validation_not_integer`. */
-  onlyInt?: boolean;
-}
-
-export interface BoolFieldDefinition extends FieldBase {
-  type: 'bool';
-}
-
-export interface EmailFieldDefinition extends FieldBase {
-  type: 'email';
-}
-
-export interface UrlFieldDefinition extends FieldBase {
-  type: 'url';
-}
-
-export interface DateFieldDefinition extends FieldBase {
-  type: 'date';
-}
-
-export interface SelectFieldDefinition extends FieldBase {
-  type: 'select';
-  /** The allowed values. */
-  values: string[];
-  /** More than 1 makes the field multi-valued (an array). Default 1. */
-  maxSelect?: number;
-}
-
-export interface JsonFieldDefinition extends FieldBase {
-  type: 'json';
-  /** Maximum size of the serialised JSON in bytes. Default 1 MiB. */
-  maxSize?: number;
-}
-
-export interface RelationFieldDefinition extends FieldBase {
-  type: 'relation';
-  /** Name of the target collection. */
-  collection: string;
-  /** More than 1 makes the field multi-valued (an array of ids). Default 1. */
-  maxSelect?: number;
-  /** Delete this record when the referenced record is deleted. */
-  cascadeDelete?: boolean;
-}
-
-export interface FileFieldDefinition extends FieldBase {
-  type: 'file';
-  /** More than 1 makes the field multi-valued (an array of names). Default 1. */
-  maxSelect?: number;
-  /** Maximum size of one file in bytes. */
-  maxSize?: number;
-  /** Allowed MIME types, sniffed from the bytes. Empty or absent: any. */
-  mimeTypes?: string[];
-  /** Allowed thumbnail sizes (`100x100`, `0x50`, ...). Absent: any up to 2048 per side. */
-  thumbs?: string[];
-  /** Downloads need an identity that passes the collection's view rule. */
-  protected?: boolean;
-}
-
-/** One field of a collection. */
-export type FieldDefinition =
-  | TextFieldDefinition
-  | NumberFieldDefinition
-  | BoolFieldDefinition
-  | EmailFieldDefinition
-  | UrlFieldDefinition
-  | DateFieldDefinition
-  | SelectFieldDefinition
-  | JsonFieldDefinition
-  | RelationFieldDefinition
-  | FileFieldDefinition;
+/** Every field type a collection may declare (lib/schema/field-types.ts lists them). */
+export type FieldType = FieldDefinition['type'];
 
 /**
  * An access rule: `null` = superusers only, `""` = everyone, otherwise a filter expression

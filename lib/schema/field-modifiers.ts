@@ -4,7 +4,7 @@
  * body keys (lib/records/field-operations.ts) and upload part names (lib/files/stage-uploads.ts)
  * both go through parseModifierKey.
  */
-import type { FieldSchema } from './collection-schema.js';
+import { fieldTypeOf, type FieldSchema } from './field-types.js';
 
 /** What a key does to its field: the plain key sets it, `+f` prepends, `f+` appends, `f-` removes. */
 export type FieldOperationKind = 'set' | 'prepend' | 'append' | 'remove';
@@ -19,12 +19,12 @@ export const MODIFIER_ORDER: readonly Exclude<FieldOperationKind, 'set'>[] = ['p
  */
 export type ModifierKind = 'list' | 'single-list' | 'number' | 'none';
 
-/** The modifier kind of a field. */
+/** The modifier kind of a field, as its type says (lib/schema/fields/); system fields take none. */
 export function classifyModifiers(field: FieldSchema): ModifierKind {
-  if (field.storage === 'array') return 'list';
-  if (field.storage === 'number') return 'number';
-  if (field.type === 'select' || field.type === 'relation' || field.type === 'file') return 'single-list';
-  return 'none';
+  if (field.system) return 'none';
+  const support = fieldTypeOf(field).modifiers;
+  if (support === 'list') return field.multiple ? 'list' : 'single-list';
+  return support;
 }
 
 /**

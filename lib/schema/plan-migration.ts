@@ -1,7 +1,8 @@
 import { SchemaError } from '../errors.js';
 import { META_TABLE, SETTINGS_TABLE } from '../db/shared-names.js';
 import { quoteIdent as q } from '../query/sql-fragment.js';
-import { shortenIdentifier, type CollectionSchema, type FieldSchema, type StorageKind } from './collection-schema.js';
+import { shortenIdentifier, type CollectionSchema, type FieldSchema } from './collection-schema.js';
+import { STORAGE_KINDS } from './storage-kinds.js';
 
 /** What a collection looked like when it was last synced (stored in META_TABLE). */
 export interface AppliedCollection {
@@ -27,33 +28,11 @@ export interface MigrationPlan {
   applied: Map<string, AppliedCollection>;
 }
 
-/** information_schema's data_type for each storage kind: how we recognise a column we made. */
-const DATA_TYPE: Record<StorageKind, string> = {
-  text: 'text',
-  array: 'jsonb',
-  bool: 'boolean',
-  number: 'double precision',
-  date: 'timestamp with time zone',
-  json: 'jsonb',
-};
-
+/** A field's column in DDL: the system fields' own, else its storage kind's (lib/schema/storage-kinds.ts). */
 function columnDefinition(field: FieldSchema): string {
   if (field.name === 'id') return 'text PRIMARY KEY';
   if (field.system) return 'timestamptz(3) NOT NULL DEFAULT now()';
-  switch (field.storage) {
-    case 'text':
-      return "text NOT NULL DEFAULT ''";
-    case 'array':
-      return "jsonb NOT NULL DEFAULT '[]'::jsonb";
-    case 'bool':
-      return 'boolean NOT NULL DEFAULT false';
-    case 'number':
-      return 'double precision';
-    case 'date':
-      return 'timestamptz(3)';
-    case 'json':
-      return 'jsonb';
-  }
+  return STORAGE_KINDS[field.storage].columnDdl;
 }
 
 interface IndexStatement {
@@ -134,10 +113,10 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
     const existing = columns.get(f.column);
     if (existing === undefined) {
       statements.push(`ALTER TABLE ${t} ADD COLUMN ${q(f.column)} ${columnDefinition(f)}`);
-    } else if (existing !== DATA_TYPE[f.storage]) {
+    } else if (existing !== STORAGE_KINDS[f.storage].dataType) {
       problems.push({
         field: f.name,
-        message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${DATA_TYPE[f.storage]}; a type change cannot be applied safely`,
+        message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${STORAGE_KINDS[f.storage].dataType}; a type change cannot be applied safely`,
       });
     }
   }

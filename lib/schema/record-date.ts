@@ -13,6 +13,9 @@ export const MIN_RECORD_YEAR = 1;
 /** See MIN_RECORD_YEAR. */
 export const MAX_RECORD_YEAR = 9999;
 
+/** The record format as a JSON Schema pattern (`created`, `updated` and date fields in the OpenAPI document). */
+export const RECORD_DATE_PATTERN = '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+
 /**
  * Accepted input: a date, optionally followed by a time (`T`, `t` or a space as separator,
  * seconds and fractions optional) and an offset (`Z`, `+hh:mm`, `+hhmm`, `+hh`). Without an

@@ -3,7 +3,7 @@ import { SchemaError, ValidationError, type FieldError } from '../../../lib/erro
 import { readWriteOperations } from '../../../lib/records/field-operations.js';
 import { normalizeWrite } from '../../../lib/records/normalize-write.js';
 import { compileValidator, type RecordValidator } from '../../../lib/records/validate-record.js';
-import { emptyValueOf } from '../../../lib/schema/coerce-value.js';
+import { emptyValueOf } from '../../../lib/schema/storage-kinds.js';
 import { buildSchemaRegistry, type CollectionSchema } from '../../../lib/schema/collection-schema.js';
 import type { FieldDefinition } from '../../../lib/schema/definitions.js';
 import { formatRecordDate, parseDateInput } from '../../../lib/schema/record-date.js';

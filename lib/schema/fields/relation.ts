@@ -1,0 +1,50 @@
+/** The `relation` field type: the id of a record of `collection` (`""` for none), or a list of ids with `maxSelect` > 1. */
+import { SchemaError } from '../../errors.js';
+import { describeListModifiers, listOf, sameInput, type JsonSchema } from '../field-schemas.js';
+import { defineFieldType } from '../field-type-spec.js';
+import { OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN } from '../record-id.js';
+import { checkMaxSelect } from './check-limit.js';
+import { constrainItems, describeListBehaviour, TOO_MANY_VALUES, type ListFieldDefinition } from './list-field.js';
+
+/** A relation field's declaration. */
+export interface RelationFieldDefinition extends ListFieldDefinition {
+  type: 'relation';
+  /** Name of the target collection. */
+  collection: string;
+  /** Delete this record when the referenced record is deleted. */
+  cascadeDelete?: boolean;
+}
+
+/**
+ * The relation type (docs/collections.md). Validation checks the ids' shape only (a malformed id
+ * cannot exist, hence its wording); the record service checks that they exist.
+ */
+export const relationField = defineFieldType<RelationFieldDefinition>({
+  type: 'relation',
+  keys: ['collection', 'maxSelect', 'cascadeDelete'],
+  ...describeListBehaviour<RelationFieldDefinition>(TOO_MANY_VALUES),
+  messages: { pattern: () => ({ code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' }) },
+  checkSettings(def, where) {
+    if (typeof def.collection !== 'string' || def.collection === '') {
+      throw new SchemaError(`${where}: a relation field needs "collection", the target collection's name`);
+    }
+    checkMaxSelect(where, def.maxSelect);
+  },
+  relationTarget: (def) => def.collection,
+  constraints: (field) => constrainItems(field, { type: 'string', pattern: RECORD_ID_PATTERN }, field.definition.maxSelect),
+  describe(field) {
+    const def = field.definition;
+    const target = `"${def.collection}"`;
+    const id: JsonSchema = { type: 'string', pattern: RECORD_ID_PATTERN };
+    const extension = { 'x-recordbase-relation': def.collection };
+    if (field.multiple) {
+      const record = { type: 'array', items: { type: 'string' }, description: `Ids of ${target} records.`, ...extension };
+      const input = { ...listOf(field, id, def.maxSelect), description: `Ids of ${target} records.`, ...extension };
+      return { ...sameInput(record, input), ...describeListModifiers(field, id, id) };
+    }
+    const description = field.required ? `Id of a ${target} record.` : `Id of a ${target} record, or "" for none.`;
+    const record = { type: 'string', description, ...extension };
+    const input = { type: 'string', pattern: field.required ? RECORD_ID_PATTERN : OPTIONAL_RECORD_ID_PATTERN, description, ...extension };
+    return sameInput(record, input);
+  },
+});

@@ -1,0 +1,114 @@
+import { describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { SchemaError } from '../../../lib/errors.js';
+import { buildSchemaRegistry, type FieldSchema } from '../../../lib/schema/collection-schema.js';
+import type { FieldDefinition, FieldType } from '../../../lib/schema/definitions.js';
+import { FIELD_TYPES, findFieldType } from '../../../lib/schema/field-types.js';
+import { generateRecordId, isRecordId, OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN } from '../../../lib/schema/record-id.js';
+import { STORAGE_KINDS, type StorageKind } from '../../../lib/schema/storage-kinds.js';
+
+/** A declaration of `type` with the settings it needs to be valid (select values, relation target). */
+function minimalDefinition(type: FieldType, name = 'f'): FieldDefinition {
+  if (type === 'select') return { name, type, values: ['a'] };
+  if (type === 'relation') return { name, type, collection: 'c' };
+  return { name, type } as FieldDefinition;
+}
+
+/** docs/collections.md's field table: type -> its options, empty value and column cells. */
+function readDocumentedTypes(): Map<string, { options: string[]; empty: string; column: string }> {
+  const doc = readFileSync(new URL('../../../docs/collections.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Field types'), doc.indexOf('## Rules'));
+  const rows = new Map<string, { options: string[]; empty: string; column: string }>();
+  for (const line of section.split('\n')) {
+    const cells = line.split('|').map((cell) => cell.trim());
+    const type = /^`(\w+)`$/.exec(cells[1] ?? '')?.[1];
+    if (type === undefined) continue;
+    rows.set(type, { options: [...cells[2]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!), empty: cells[4]!, column: cells[5]! });
+  }
+  return rows;
+}
+
+describe('the field type registry', () => {
+  test('each type is registered once, under the name its spec carries', () => {
+    const names = FIELD_TYPES.map((spec) => spec.type);
+    expect(new Set(names).size).toBe(names.length);
+    for (const spec of FIELD_TYPES) expect(findFieldType(spec.type)).toBe(spec);
+    expect(findFieldType('geoPoint')).toBeUndefined();
+    expect(findFieldType('constructor')).toBeUndefined();
+    expect(findFieldType(42)).toBeUndefined();
+  });
+
+  test('docs/collections.md lists every registered type with its options, empty value and column', () => {
+    const documented = readDocumentedTypes();
+    expect([...documented.keys()]).toEqual(FIELD_TYPES.map((spec) => spec.type));
+    for (const spec of FIELD_TYPES) {
+      const row = documented.get(spec.type)!;
+      expect({ type: spec.type, options: row.options }).toEqual({ type: spec.type, options: [...spec.keys] });
+      const single = STORAGE_KINDS[spec.storage];
+      const canBeMultiple = spec.keys.includes('maxSelect');
+      const empties = [single.emptyValue(), ...(canBeMultiple ? [STORAGE_KINDS.array.emptyValue()] : [])].map((v) => `\`${JSON.stringify(v)}\``);
+      const columns = [single.columnDdl, ...(canBeMultiple ? [STORAGE_KINDS.array.columnDdl] : [])].map((ddl) => `\`${ddl.split(' NOT NULL')[0]}\``);
+      expect({ type: spec.type, empty: row.empty, column: row.column }).toEqual({ type: spec.type, empty: empties.join(' / '), column: columns.join(' / ') });
+    }
+  });
+
+  test.each(FIELD_TYPES.map((spec) => spec.type))('a %s field takes its own keys and refuses any other, naming the known ones', (type) => {
+    const spec = findFieldType(type)!;
+    const declare = (field: object) => buildSchemaRegistry([{ name: 'c', fields: [field as FieldDefinition] }]);
+    expect(() => declare(minimalDefinition(type))).not.toThrow();
+    const known = ['name', 'type', 'required', 'hidden', ...spec.keys].join(', ');
+    expect(() => declare({ ...minimalDefinition(type), colour: 'red' })).toThrow(new SchemaError(`collection "c", field "f": unknown key "colour" (known: ${known})`));
+  });
+
+  test('a checked field stores what its type says, and a list type with maxSelect > 1 stores an array', () => {
+    const fields = FIELD_TYPES.map((spec) => minimalDefinition(spec.type, `f_${spec.type}`));
+    const lists = FIELD_TYPES.filter((spec) => spec.modifiers === 'list').map((spec) => ({ ...minimalDefinition(spec.type, `many_${spec.type}`), maxSelect: 3 }) as FieldDefinition);
+    const collection = buildSchemaRegistry([{ name: 'c', fields: [...fields, ...lists] }]).get('c')!;
+    for (const spec of FIELD_TYPES) expect(collection.field(`f_${spec.type}`)).toMatchObject({ type: spec.type, storage: spec.storage, multiple: false });
+    expect(lists.length).toBe(3);
+    for (const list of lists) expect(collection.field(list.name)).toMatchObject({ storage: 'array', multiple: true });
+  });
+
+  test('a checked field is discriminated on its type: a file field reads its file settings without a cast', () => {
+    const collection = buildSchemaRegistry([{ name: 'c', fields: [{ name: 'doc', type: 'file', protected: true, thumbs: ['10x10'] }] }]).get('c')!;
+    const field: FieldSchema = collection.field('doc')!;
+    // Compiles only because `type` narrows `definition` (the test files are type-checked).
+    const settings = field.type === 'file' ? { protected: field.definition.protected, thumbs: field.definition.thumbs } : undefined;
+    expect(settings).toEqual({ protected: true, thumbs: ['10x10'] });
+  });
+});
+
+describe('the storage kinds', () => {
+  const kinds = Object.keys(STORAGE_KINDS) as StorageKind[];
+
+  test.each(kinds)('%s: a NULL column reads as the empty value, which is blank, and a fresh one each time', (kind) => {
+    const spec = STORAGE_KINDS[kind];
+    expect(spec.readColumn(null)).toEqual(spec.emptyValue());
+    expect(spec.isBlank(spec.emptyValue())).toBe(true);
+    const a = spec.emptyValue();
+    if (typeof a === 'object' && a !== null) expect(spec.emptyValue()).not.toBe(a);
+  });
+
+  test.each(kinds)('%s: never NULL exactly when the column is NOT NULL, and only then is a missing row filled', (kind) => {
+    const spec = STORAGE_KINDS[kind];
+    expect(spec.columnDdl.includes('NOT NULL')).toBe(spec.neverNull);
+    const missing = { sql: '(SELECT NULL)', bindings: [] };
+    expect(spec.fillEmptySql(missing) === missing).toBe(!spec.neverNull);
+  });
+});
+
+describe('the record id', () => {
+  test('generated ids pass the check and both patterns; the optional pattern also takes ""', () => {
+    for (let i = 0; i < 200; i++) {
+      const id = generateRecordId();
+      expect(isRecordId(id)).toBe(true);
+      expect(new RegExp(RECORD_ID_PATTERN).test(id)).toBe(true);
+      expect(new RegExp(OPTIONAL_RECORD_ID_PATTERN).test(id)).toBe(true);
+    }
+    expect(new RegExp(OPTIONAL_RECORD_ID_PATTERN).test('')).toBe(true);
+    for (const bad of ['', 'ABCDEFGHIJKLMNO', 'abc', 'abcdefghijklmno1', 'abcdefghijklmn-', 42, null]) {
+      expect(isRecordId(bad)).toBe(false);
+    }
+    expect(new RegExp(RECORD_ID_PATTERN).test('')).toBe(false);
+  });
+});
