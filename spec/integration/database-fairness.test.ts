@@ -298,7 +298,6 @@ describe('Postgres, with a pool of 5 and the default limits', () => {
   test("the guest's burst beyond its share and its queue is refused at once with 503 database_busy, the rest answer within the bounds", async () => {
     const burst = await Promise.all(Array.from({ length: 40 }, () => get(app.base, SLOW_LIST, GUEST)));
     const refused = burst.filter((a) => a.status === 503 && /limits\.maxWaitingPerClient/.test(a.body.message ?? ''));
-    console.log(JSON.stringify(burst.map((a) => `${a.status} ${Math.round(a.ms)} ${a.body.message?.slice(0, 50)}`)));
     // 2 of the pool's 5 run, 32 wait: the other 6 are refused without waiting
     expect(refused.length).toBeGreaterThanOrEqual(6);
     for (const answer of refused) {
