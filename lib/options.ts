@@ -153,7 +153,8 @@ export interface RealtimeSettings {
   /**
    * Longest one check of a change against subscriptions may run, in milliseconds (its statements
    * are cancelled past it); a client whose checks fail 3 times in a row has its stream ended.
-   * Default 500: far below the statement timeout, since it runs for every change.
+   * Default 500, or `limits.statementTimeoutMs` when that is lower (the embedded engine on disk):
+   * far below a request's own bound, since it runs for every change.
    */
   checkTimeoutMs: number;
 }
@@ -365,7 +366,8 @@ export const OPTION_TABLE: OptionTable = {
       instanceHeartbeatMs: { default: 5_000, check: checkDuration },
       outboxRetentionMs: { default: 10 * 60 * 1000, check: checkDuration },
       maxClientBufferBytes: { default: 4 * MIB, check: checkPositiveInteger },
-      checkTimeoutMs: { default: 500, check: checkDuration },
+      // Far below a request's own bound: a check runs for every change (the embedded engine's 250 ms, there).
+      checkTimeoutMs: { derive: (context) => Math.min(500, resolvedBefore(context, 'limits').statementTimeoutMs), check: checkDuration },
     }),
     fileSweep: switchable('fileSweep must be an object of settings or false', {
       intervalMs: { default: 6 * HOUR, check: checkDuration },

@@ -76,6 +76,12 @@ const DERIVED: Record<string, (cell: string) => Promise<void> | void> = {
     expect(ENTRIES.get('limits.maxConnectionsPerClient')).not.toHaveProperty('default');
     expect(ENTRIES.get('limits.maxConnectionsPerClient')).not.toHaveProperty('derive');
   },
+  // 500 ms, or the statement timeout when lower (the embedded engine on disk: 250 ms).
+  'realtime.checkTimeoutMs': (cell) => {
+    expect(readQuantities(cell)).toEqual([500, EMBEDDED_STATEMENT_TIMEOUT_MS]);
+    expect(resolveOptions({ collections: [], limits: { statementTimeoutMs: 5_000 } }, {}).realtime).toMatchObject({ checkTimeoutMs: 500 });
+    expect(resolveOptions({ collections: [], limits: { statementTimeoutMs: 100 } }, {}).realtime).toMatchObject({ checkTimeoutMs: 100 });
+  },
   'batch.maxBodySize': (cell) => {
     expect(cell).toContain('limits.maxBodySize');
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 1234 } }, {}).batch).toMatchObject({ maxBodySize: 1234 });

@@ -55,7 +55,7 @@ describe('realtime options', () => {
       instanceHeartbeatMs: 5_000,
       outboxRetentionMs: 600_000,
       maxClientBufferBytes: 4 * 1024 * 1024,
-      checkTimeoutMs: 500,
+      checkTimeoutMs: 250, // the embedded default statement timeout, lower than 500
     });
     expect(resolveOptions({ ...base, realtime: false }, {}).realtime).toBe(false);
   });
