@@ -1,40 +1,40 @@
-import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Router } from 'express';
 import type { Knex } from 'knex';
-import { createFileTokens, FILE_TOKEN_SECRET_SETTING, loadFileTokenSecret } from './auth/file-token.js';
-import { UnavailableError } from './errors.js';
+import { DOWNLOAD_SOURCES, HEADER_ONLY } from './auth/extract-token.js';
+import { createFileTokens, loadFileTokenSecret, type FileTokens } from './auth/file-token.js';
 import { installStatementBounds } from './db/bound-statements.js';
 import { checkDatabaseConnection } from './db/check-database-connection.js';
-import { ClientGone } from './db/database-context.js';
-import { clientKeyOfAddress } from './db/fair-gate.js';
-import { setRequestDatabaseContext } from './http/request-database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/open-embedded-database.js';
-import { RecordStore } from './db/record-store.js';
 import { realtimeSchema } from './db/realtime-schema.js';
+import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
+import { FILE_TOKEN_SECRET_SETTING } from './db/shared-names.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
 import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
-import { createThumbnailCache } from './files/thumbnail-cache.js';
-import { createThumbnailPool } from './files/thumbnail-pool.js';
-import { HEADER_ONLY } from './auth/extract-token.js';
-import { HEALTH_ROUTE, isApiPath, unservedPathError } from './http/api-fallback-routes.js';
+import { createThumbnailCache, type ThumbnailCache } from './files/thumbnail-cache.js';
+import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.js';
+import { HEALTH_ROUTE } from './http/api-fallback-routes.js';
 import { createBatchRoutes } from './http/batch-routes.js';
-import { createCallerResolver } from './http/resolve-caller.js';
+import { createDispatch } from './http/dispatch.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
-import type { Logger } from './http/logger.js';
 import { createFilesRoutes } from './http/files-routes.js';
-import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
-import { createRecordsRoutes } from './http/records-routes.js';
+import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createRealtimeRoutes } from './http/realtime-routes.js';
-import { RouteTable, runHandlers, type Route } from './http/route-table.js';
+import { createRecordsRoutes } from './http/records-routes.js';
+import { createCallerResolver } from './http/resolve-caller.js';
+import { RouteTable, type Route } from './http/route-table.js';
+import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js';
+import type { Logger } from './logger.js';
+import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
-import { resolveOptions, type Limits, type RecordsRouterOptions } from './options.js';
+import { compileCollections, type CompiledCollections } from './records/compile-collections.js';
+import { createRecordsApi, type RecordsApiDeps } from './records/create-records-api.js';
 import { RecordPresenter } from './records/present-records.js';
-import { RecordService } from './records/record-service.js';
 import { HookRunner } from './records/record-hooks.js';
-import { createRecordsApi, type RecordsApi, type RecordsApiDeps } from './records/records-api.js';
-import { compileCollections } from './records/compile-collections.js';
+import { RecordService, type RecordServiceOptions } from './records/record-service.js';
+import type { RecordsApi } from './records/records-api.js';
 
 /** The router returned by createRecordsRouter: mount it anywhere, await `ready`, `close()` at shutdown. */
 export interface RecordsRouter extends Router {
@@ -54,234 +54,160 @@ export interface RecordsRouter extends Router {
 
 /**
  * Creates the records-and-files router (docs/configuration.md). Synchronous: invalid options or
- * collection definitions throw here; the schema sync runs behind `ready`, requests that arrive
- * earlier wait for it, and if it fails every request answers 503 with the reason.
+ * collection definitions throw here; the runtime opens behind `ready` (database, schema sync,
+ * services), requests that arrive earlier wait for it, and if it fails every request answers 503
+ * with the reason. The composition only: each part is built where its module says.
  */
 export function createRecordsRouter(options: RecordsRouterOptions): RecordsRouter {
   const resolved = resolveOptions(options);
   const compiled = compileCollections(resolved.collections);
-  const registry = compiled.registry;
-  const logger = resolved.logger;
-  const hooks = new HookRunner(resolved.hooks, logger);
-  let apiDeps: RecordsApiDeps | undefined;
-  const ownsDatabase = resolved.database === undefined;
-  let database: Knex | undefined = resolved.database;
-  let routes: RouteTable | undefined;
-  const storage = resolved.storage;
-  // Workers start on the first thumbnail, so a router that never makes one never starts them.
-  const pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
-  let sweeper: { stop(): Promise<void> } | undefined;
-  let hub: RealtimeHub | undefined;
-
-  const ready = (async () => {
-    if (database) checkDatabaseConnection(database);
-    // Knex's own warnings about the database the router opened go to the router's logger, not the console.
-    database ??= openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), {
-      log: { warn: (message: unknown) => logger.warn(`database: ${String(message)}`), error: (message: unknown) => logger.error(`database: ${String(message)}`), deprecate: () => undefined, debug: () => undefined },
-    });
-    installStatementBounds(database, { maxConnectionsPerClient: resolved.limits.maxConnectionsPerClient, maxWaitingPerClient: resolved.limits.maxWaitingPerClient });
-    await syncDatabaseSchema(database, registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
-    const fileTokens = createFileTokens({
-      secret: await loadFileTokenSecret({
-        secret: resolved.fileTokenSecret,
-        shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING),
-        dataDir: resolved.dataDir,
-      }),
-    });
-    await removeStaleSpools(resolved.uploadTempDir);
-    const store = new RecordStore(database);
-    const records = new RecordService(compiled, store, {
-      files: new RecordFiles(storage, logger),
-      multipartUpdate: resolved.multipartUpdate,
-      hooks,
-      logger,
-      apiFor: (unit) => createRecordsApi(apiDepsAfterReady, unit),
-    });
-    const presenter = new RecordPresenter(registry, {
-      expandLimits: { maxRecords: resolved.limits.maxExpandRecords, maxBytes: resolved.limits.maxExpandBytes },
-    });
-    apiDeps = {
-      service: records,
-      presenter,
-      maxPerPage: resolved.limits.maxPerPage,
-      maxFileSize: resolved.limits.maxFileSize,
-      tempDir: resolved.uploadTempDir,
-      bounds: { statementTimeoutMs: resolved.limits.statementTimeoutMs, acquireTimeoutMs: resolved.limits.acquireTimeoutMs },
-    };
-    const table: Route[] = [];
-    if (resolved.openapi) table.push(createOpenApiRoute({ registry, document: { limits: resolved.limits, multipartUpdate: resolved.multipartUpdate } }));
-    table.push(
-      ...createRecordsRoutes({
-        records,
-        presenter,
-        auth: resolved.auth,
-        logger,
-        maxBodySize: resolved.limits.maxBodySize,
-        maxPerPage: resolved.limits.maxPerPage,
-        readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
-      }),
-    );
-    table.push(
-      ...createFilesRoutes({
-        records,
-        storage,
-        thumbnails: createThumbnailCache({
-          storage,
-          ...(pool ? { renderBatch: pool.renderBatch } : { render: resolved.thumbnail }),
-          logger,
-          concurrency: resolved.thumbnailWorkers,
-          maxQueue: resolved.limits.maxThumbnailQueue,
-          maxPixels: resolved.limits.maxThumbnailPixels,
-          maxStoredPerFile: resolved.limits.maxThumbnailsPerFile,
-        }),
-        fileTokens,
-        auth: resolved.auth,
-        logger,
-      }),
-    );
-    table.push(
-      ...createBatchRoutes({
-        records,
-        presenter,
-        resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
-        logger,
-        settings: resolved.batch,
-        readMultipart: createMultipartReader({
-          maxFileSize: resolved.limits.maxFileSize,
-          maxBodySize: resolved.batch === false ? resolved.limits.maxBodySize : resolved.batch.maxBodySize,
-          tempDir: resolved.uploadTempDir,
-        }),
-      }),
-    );
-    if (resolved.realtime) {
-      hub = await RealtimeHub.start({ db: database, store, registry, presenter, settings: resolved.realtime, limits: resolved.limits, logger });
-      table.push(
-        ...createRealtimeRoutes({
-          hub,
-          resolveCaller: createCallerResolver({ auth: resolved.auth, logger, sources: HEADER_ONLY }),
-          maxBodySize: resolved.limits.maxBodySize,
-          readMultipart: createMultipartReader({ ...resolved.limits, tempDir: resolved.uploadTempDir }),
-        }),
-      );
-    }
-    table.push(HEALTH_ROUTE);
-    routes = new RouteTable(table);
-    if (resolved.fileSweep) sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
+  const { logger } = resolved;
+  const owned = new OwnedResources(resolved);
+  const errorMiddleware = createErrorMiddleware(logger);
+  const started = (async () => {
+    const runtime = await openRuntime({ resolved, compiled, owned, apiFor: (unit) => createRecordsApi(depsOnceStarted, unit) });
+    const routes = new RouteTable(buildRoutes(runtime, resolved));
+    return { runtime, dispatch: createDispatch({ routes, limits: resolved.limits, errorMiddleware, logger }) };
   })();
-  let failure: Error | undefined;
-  // The host may never await `ready`; a failed init must not become an unhandled rejection.
-  ready.catch((err: unknown) => {
-    failure = err instanceof Error ? err : new Error(String(err));
-    logger.error(`initialisation failed: ${failure.message}`);
-  });
+  const ready = started.then(() => undefined);
+  // The host may never await `ready`; a failed start must not become an unhandled rejection.
+  ready.catch((err: unknown) => logger.error(`initialisation failed: ${err instanceof Error ? err.message : String(err)}`));
 
-  async function apiDepsAfterReady(): Promise<RecordsApiDeps> {
+  async function depsOnceStarted(): Promise<RecordsApiDeps> {
     try {
-      await ready;
-    } catch {
-      throw new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready');
+      return (await started).runtime.apiDeps;
+    } catch (err) {
+      throw describeStartFailure(err);
     }
-    return apiDeps!;
   }
 
-  const errorMiddleware = createErrorMiddleware(logger);
-  let started = false;
-  ready.then(() => (started = true), () => undefined);
-  const serveWhenReady = async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      await ready;
-    } catch {
-      errorMiddleware(new UnavailableError(`recordbase could not start: ${failure?.message ?? 'unknown error'}`, 'not_ready'), req, res, next);
-      return;
-    }
-    serve(req, res, next);
-  };
-  const noticeProxy = createProxyNotice(logger);
-  const serve = (req: Request, res: Response, next: NextFunction) => dispatch({ routes: routes!, limits: resolved.limits, errorMiddleware, noticeProxy }, req, res, next);
   const router = express.Router() as RecordsRouter;
-  // Once ready, no await (and no promise) per request.
-  router.use((req, res, next) => (started ? serve(req, res, next) : void serveWhenReady(req, res, next)));
-
+  router.use(serveWhenReady(started.then((s) => s.dispatch), errorMiddleware));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
-  Object.defineProperty(router, 'api', { value: createRecordsApi(apiDepsAfterReady), enumerable: true });
+  Object.defineProperty(router, 'api', { value: createRecordsApi(depsOnceStarted), enumerable: true });
   let closing: Promise<void> | undefined;
-  router.close = () => {
-    closing ??= (async () => {
-      await ready.catch(() => undefined);
-      await hub?.close();
-      await sweeper?.stop();
-      await pool?.close();
-      if (ownsDatabase && database) await database.destroy();
-    })();
-    return closing;
-  };
+  router.close = () => (closing ??= ready.catch(() => undefined).then(() => owned.release()));
   return router;
 }
 
 /**
- * Warns once when requests come through a proxy (they carry `X-Forwarded-For`) that Express does
- * not trust: `req.ip` is then the proxy's address for every client, and the per-client shares
- * of the database (and other per-address limits) are one share for everyone.
+ * What the router owns and releases at close(): thumbnail workers (started on the first
+ * thumbnail), the embedded database when it opened one, realtime and the sweep timer. Each is
+ * recorded as the start opens it, so a start that failed half-way releases what it got to; a
+ * database the host passed in stays open.
  */
-function createProxyNotice(logger: Logger): (req: Request) => void {
-  let warned = false;
-  return (req) => {
-    if (warned || req.headers['x-forwarded-for'] === undefined) return;
-    const trusts = req.app.get('trust proxy fn') as ((address: string | undefined, hop: number) => boolean) | undefined;
-    if (trusts?.(req.socket.remoteAddress, 0)) return;
-    warned = true;
-    logger.warn(
-      `requests arrive through a proxy (X-Forwarded-For) that Express does not trust, so every client has the proxy's address ${req.socket.remoteAddress ?? ''} and shares one client's part of the database; set app.set('trust proxy', ...) on the host app (docs/limits.md, "A fair share per client")`,
-    );
+class OwnedResources {
+  readonly pool: ThumbnailPool | undefined;
+  database?: Knex;
+  hub?: RealtimeHub;
+  sweeper?: { stop(): Promise<void> };
+
+  constructor(resolved: ResolvedOptions) {
+    this.pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
+  }
+
+  async release(): Promise<void> {
+    await this.hub?.close();
+    await this.sweeper?.stop();
+    await this.pool?.close();
+    await this.database?.destroy();
+  }
+}
+
+/** What the routes are built on, once the runtime is open. */
+interface Runtime {
+  readonly compiled: CompiledCollections;
+  readonly records: RecordService;
+  readonly presenter: RecordPresenter;
+  readonly fileTokens: FileTokens;
+  readonly thumbnails: ThumbnailCache;
+  readonly hub?: RealtimeHub;
+  /** What the server API works through (create-records-api.ts). */
+  readonly apiDeps: RecordsApiDeps;
+}
+
+/**
+ * Opens the runtime, in order: the database (the host's, checked, or the embedded one), its
+ * statement bounds, the schema sync (realtime's objects with it), the file-token secret, stale
+ * upload spools removed, then the store and the services over it, realtime and the file sweep.
+ */
+async function openRuntime(options: { resolved: ResolvedOptions; compiled: CompiledCollections; owned: OwnedResources; apiFor: RecordServiceOptions['apiFor'] }): Promise<Runtime> {
+  const { resolved, compiled, owned } = options;
+  const { logger, limits, storage } = resolved;
+  const registry = compiled.registry;
+  if (resolved.database) checkDatabaseConnection(resolved.database);
+  const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
+  installStatementBounds(database, { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient });
+  await syncDatabaseSchema(database, registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
+  const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir });
+  await removeStaleSpools(resolved.uploadTempDir);
+  const store = new RecordStore(database);
+  const records = new RecordService(compiled, store, {
+    files: new RecordFiles(storage, logger),
+    multipartUpdate: resolved.multipartUpdate,
+    hooks: new HookRunner(resolved.hooks, logger),
+    logger,
+    apiFor: options.apiFor,
+  });
+  const presenter = new RecordPresenter(registry, { expandLimits: { maxRecords: limits.maxExpandRecords, maxBytes: limits.maxExpandBytes } });
+  const thumbnails = createThumbnailCache({
+    storage,
+    ...(owned.pool ? { renderBatch: owned.pool.renderBatch } : { render: resolved.thumbnail }),
+    logger,
+    concurrency: resolved.thumbnailWorkers,
+    maxQueue: limits.maxThumbnailQueue,
+    maxPixels: limits.maxThumbnailPixels,
+    maxStoredPerFile: limits.maxThumbnailsPerFile,
+  });
+  if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter, settings: resolved.realtime, limits, logger });
+  if (resolved.fileSweep) owned.sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
+  return {
+    compiled,
+    records,
+    presenter,
+    fileTokens: createFileTokens({ secret }),
+    thumbnails,
+    hub: owned.hub,
+    apiDeps: {
+      service: records,
+      presenter,
+      maxPerPage: limits.maxPerPage,
+      maxFileSize: limits.maxFileSize,
+      tempDir: resolved.uploadTempDir,
+      bounds: { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs },
+    },
   };
 }
 
 /**
- * Answers one request: the route the table finds gets a database context
- * (lib/db/database-context.ts, request-database-context.ts), which its handlers pass to the
- * record service, so its statements are bounded by the limits and cancelled once the client has
- * gone (the response closed before it was finished), and take turns with other clients' (the
- * client is the request's address, `req.ip`, which honours the host's `trust proxy`). A path
- * under `/api/` that no route serves is the JSON 404 (OPTIONS: the methods served there); any
- * other path goes on to the host's next handler, whose own statements recordbase leaves alone.
+ * The route table. Every route group gets its readers the same way, each made once here: one
+ * caller resolver per token source (the Authorization header; downloads also read `?token=`) and
+ * one multipart reader per body limit (a request's; a batch's own).
  */
-function dispatch(
-  options: { routes: RouteTable; limits: Limits; errorMiddleware: ErrorRequestHandler; noticeProxy: (req: Request) => void },
-  req: Request,
-  res: Response,
-  next: NextFunction,
-): void {
-  const { routes, limits, errorMiddleware } = options;
-  const path = req.path;
-  let match;
-  try {
-    match = routes.find(req.method, path);
-  } catch (err) {
-    // A path parameter with a malformed %-escape: the client's 400.
-    errorMiddleware(err, req, res, next);
-    return;
-  }
-  if (!match) {
-    if (!isApiPath(path)) {
-      next();
-      return;
-    }
-    const methods = req.method === 'OPTIONS' ? routes.methodsAt(path) : [];
-    if (methods.length > 0) {
-      res.setHeader('Allow', methods.join(', '));
-      res.send(methods.join(', '));
-      return;
-    }
-    errorMiddleware(unservedPathError(path), req, res, next);
-    return;
-  }
-  req.params = match.params;
-  const gone = new ClientGone();
-  res.once('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
-  options.noticeProxy(req);
-  setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip) });
-  const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
-  runHandlers(match.route.handlers, req, res, done);
+function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
+  const { auth, logger, limits } = resolved;
+  const { records, presenter } = runtime;
+  const resolveCaller = createCallerResolver({ auth, logger, sources: HEADER_ONLY });
+  const resolveDownloadCaller = createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES });
+  const readMultipart = createMultipartReader({ ...limits, tempDir: resolved.uploadTempDir });
+  const batchBodySize = resolved.batch === false ? limits.maxBodySize : resolved.batch.maxBodySize;
+  const readBatchMultipart = createMultipartReader({ maxFileSize: limits.maxFileSize, maxBodySize: batchBodySize, tempDir: resolved.uploadTempDir });
+  const routes: Route[] = [];
+  if (resolved.openapi) routes.push(createOpenApiRoute({ registry: runtime.compiled.registry, document: { limits, multipartUpdate: resolved.multipartUpdate } }));
+  routes.push(...createRecordsRoutes({ records, presenter, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize, maxPerPage: limits.maxPerPage }));
+  routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
+  routes.push(...createBatchRoutes({ records, presenter, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
+  if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
+  routes.push(HEALTH_ROUTE);
+  return routes;
+}
+
+/** Knex's own warnings about the database the router opened go to the router's logger, not the console. */
+function createKnexLog(logger: Logger): Knex.Config['log'] {
+  return {
+    warn: (message: unknown) => logger.warn(`database: ${String(message)}`),
+    error: (message: unknown) => logger.error(`database: ${String(message)}`),
+    deprecate: () => undefined,
+    debug: () => undefined,
+  };
 }

@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SharedSetting } from '../db/settings-store.js';
+import { FILE_TOKEN_SECRET_SETTING, SETTINGS_TABLE } from '../db/shared-names.js';
 import type { Identity } from './identity.js';
 
 /**
@@ -124,8 +125,6 @@ export interface LoadFileTokenSecretOptions {
 
 const MIN_SECRET_LENGTH = 32;
 const SECRET_FILE = 'file-token.secret';
-/** The key of the file-token secret in `_recordbase_settings`. */
-export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 
 /**
  * The check of the `fileTokenSecret` option, run once when the options are resolved: a short key
@@ -156,7 +155,7 @@ export async function loadFileTokenSecret(options: LoadFileTokenSecretOptions): 
   if (options.secret !== undefined) return Buffer.from(options.secret, 'utf8');
   const stored = (await options.shared.read()) ?? (await options.shared.claim(await readLegacySecret(options.dataDir) ?? randomBytes(32).toString('hex')));
   if (stored.length < MIN_SECRET_LENGTH) {
-    throw new Error(`the file-token secret stored in the database is under ${MIN_SECRET_LENGTH} characters; delete it (key "${FILE_TOKEN_SECRET_SETTING}" of _recordbase_settings) or pass fileTokenSecret`);
+    throw new Error(`the file-token secret stored in the database is under ${MIN_SECRET_LENGTH} characters; delete it (key "${FILE_TOKEN_SECRET_SETTING}" of ${SETTINGS_TABLE}) or pass fileTokenSecret`);
   }
   return Buffer.from(stored, 'utf8');
 }

@@ -9,11 +9,11 @@ import { createAppServer } from '../http/create-app-server.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
 import type { ResolvedOptions } from '../options.js';
 import { realtimeSchema } from '../db/realtime-schema.js';
-import { planDatabaseSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
+import { planDatabaseSync, planSchemaSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
-import { emptyDatabaseState, planMigration, type MigrationPlan } from '../schema/plan-migration.js';
+import { emptyDatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { loadCheckedConfig, loadConfig } from './load-config.js';
 
 const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
@@ -112,7 +112,7 @@ async function migrate(args: string[]): Promise<void> {
   let plan: MigrationPlan;
   if (dryRun && options.database === undefined && !existsSync(embeddedDatabaseDir(options.dataDir))) {
     // Opening the embedded database would create its folder: a dry run plans against nothing instead.
-    plan = planMigration(collections, emptyDatabaseState());
+    plan = planSchemaSync(collections, emptyDatabaseState());
   } else {
     const db = openConfiguredDatabase(options);
     try {
@@ -143,7 +143,7 @@ async function types(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' } });
   const { options, compiled } = await loadCheckedConfig(values.config);
   try {
-    process.stdout.write(renderTypeScriptTypes(compiled.registry));
+    process.stdout.write(renderTypeScriptTypes(compiled.registry, { limits: options.limits, multipartUpdate: options.multipartUpdate }));
   } finally {
     await releaseConfiguredDatabase(options);
   }

@@ -71,12 +71,12 @@ export const DEFAULT_MAX_WAITING_PER_CLIENT = 32;
 /** Units of all clients together that may wait for a connection of one pool. */
 export const MAX_WAITING = 1_000;
 
-/** How a pool is shared among clients (DatabaseContext.client); the router passes its limits. */
+/** How a pool is shared among clients (DatabaseContext.client): the router's resolved limits (lib/options.ts). */
 export interface FairnessLimits {
-  /** Connections one client's work may hold at once. Default: half the pool's `max`, at least 1. */
+  /** Connections one client's work may hold at once. Default: half the pool's `max`, at least 1 (only the pool knows its size). */
   maxConnectionsPerClient?: number;
-  /** Units of one client that may wait for a connection; one more is refused at once. Default DEFAULT_MAX_WAITING_PER_CLIENT. */
-  maxWaitingPerClient?: number;
+  /** Units of one client that may wait for a connection; one more is refused at once. */
+  maxWaitingPerClient: number;
 }
 
 /**
@@ -173,7 +173,7 @@ const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
  * embedded engine, the worker is terminated (on disk) or the caller is answered while the
  * statement runs on (in memory).
  */
-export function installStatementBounds(db: Knex, fairness: FairnessLimits = {}): void {
+export function installStatementBounds(db: Knex, fairness: FairnessLimits): void {
   const client = db.client as unknown as BoundableClient;
   if (client[installed]) return;
   if (isConnectionObject(client.pool)) {
@@ -183,7 +183,7 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits = {}):
       new FairGate({
         capacity,
         maxHeldPerClient: fairness.maxConnectionsPerClient ?? Math.max(1, Math.floor(capacity / 2)),
-        maxWaitingPerClient: fairness.maxWaitingPerClient ?? DEFAULT_MAX_WAITING_PER_CLIENT,
+        maxWaitingPerClient: fairness.maxWaitingPerClient,
         maxWaiting: MAX_WAITING,
       }),
     );

@@ -55,11 +55,11 @@ const READY_FOR_QUERY = 0x5a;
 const IDLE = 0x49;
 
 /**
- * Settings added to PGlite's own start parameters. `shared_buffers`: PGlite's 128 MB are zeroed
- * at every start (Emscripten's mmap), about a quarter of a second of each worker restart here
- * (a restart is what a statement timeout costs every client); 32 MB start in half the time, and
- * scans measured no slower (a scan of more than a quarter of the buffers reads through a small
- * ring of them anyway, so large tables never lived in them).
+ * Settings added to PGlite's own start parameters. `shared_buffers`: PGlite's 128 MB are zeroed at
+ * every start (Emscripten's mmap), a large part of each worker restart (a restart is what a
+ * statement timeout costs every client); 32 MB start sooner, and scans are no slower (a scan of
+ * more than a quarter of the buffers reads through a small ring of them anyway, so large tables
+ * never lived in them).
  */
 const START_SETTINGS = ['-c', 'shared_buffers=32MB'];
 

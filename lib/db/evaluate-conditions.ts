@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { joinSql, quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
+import { joinSql, quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
 import type { DatabaseContext } from './database-context.js';
 import { RECORD_ALIAS } from './record-store.js';
 import { runStatement } from './run-statement.js';

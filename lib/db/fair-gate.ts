@@ -65,14 +65,14 @@ export class GateTicket {
 }
 
 /**
- * Shares a database pool fairly among clients (DESIGN 1: one client's slow statements never make
- * another client's requests fail). Every unit of work with a client key passes the gate before
- * it takes a pooled connection. At most `capacity` units hold a turn at once, at most
- * `maxHeldPerClient` of one client; the others wait in per-client queues, and a free turn goes
- * to the waiting client whose last turn is oldest (one that never had one first). So a client's
- * next unit waits behind the units other clients have waiting: a client with ten slow units in
- * flight delays another client by at most one of them. The queues are bounded by count, per
- * client and in total: over them a unit is refused at once, without waiting for a timeout.
+ * Shares a database pool fairly among clients, so that one client's slow statements never make
+ * another client's requests fail. Every unit of work with a client key passes the gate before it
+ * takes a pooled connection. At most `capacity` units hold a turn at once, at most
+ * `maxHeldPerClient` of one client; the others wait in per-client queues, and a free turn goes to
+ * the waiting client whose last turn is oldest (one that never had one first). So a client's next
+ * unit waits behind the units other clients have waiting: a client with ten slow units in flight
+ * delays another client by at most one of them. The queues are bounded by count, per client and in
+ * total: over them a unit is refused at once, without waiting for a timeout.
  *
  * Only order and counts are kept here: the time a unit may wait (the acquire timeout) is the
  * caller's, which calls `leave()` when it gives up. A unit must not wait for a second turn

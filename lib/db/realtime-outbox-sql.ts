@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { quoteIdent as q } from '../query/sql-fragment.js';
+import { quoteIdent as q } from '../sql-fragment.js';
 import { OUTBOX_TABLE } from './shared-names.js';
 
 /** One committed change, as the capture trigger wrote it (lib/db/realtime-schema.ts). */

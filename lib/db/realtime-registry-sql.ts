@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { quoteIdent as q } from '../query/sql-fragment.js';
+import { quoteIdent as q } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
 import { INSTANCE_EXPIRY_SQL } from './realtime-schema.js';
 import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';

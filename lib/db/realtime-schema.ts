@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { quoteIdent as q } from '../query/sql-fragment.js';
+import { quoteIdent as q } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import {
   CAPTURE_DELETE_TRIGGER,
@@ -133,12 +133,11 @@ export async function hasCaptureFunction(db: Knex | Knex.Transaction): Promise<b
 
 /**
  * Realtime's part of the schema sync, which the router hands to `syncDatabaseSchema`. An instance
- * that `serves` realtime makes its tables and capture function and installs the capture triggers
- * on every collection table. One that does not leaves realtime to the instances that serve it:
- * where the capture function exists it installs the triggers on its collections too (a collection
- * only it declares is captured for the others), where it does not it creates nothing; and it
- * removes nothing (issue 29 finding 11: one instance with realtime off must not switch capture off
- * for the others).
+ * that `serves` realtime makes its tables and capture function and installs the capture triggers on
+ * every collection table. One that does not leaves realtime to the instances that serve it: where
+ * the capture function exists it installs the triggers on its collections too (a collection only it
+ * declares is captured for the others), where it does not it creates nothing; and it removes
+ * nothing (one instance with realtime off must not switch capture off for the others).
  */
 export function realtimeSchema(serves: boolean): SchemaAddition {
   return {

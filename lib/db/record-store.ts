@@ -3,7 +3,7 @@ import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.
 import { compileObjectShape } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
-import { quoteIdent as q, type SqlFragment } from '../query/sql-fragment.js';
+import { quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
 import { preparedName, runStatement, type Statement } from './run-statement.js';
 import { transactionWithin } from './bound-statements.js';
 import type { DatabaseContext } from './database-context.js';
@@ -40,12 +40,12 @@ function writtenFields(collection: CollectionSchema, values: RecordValues): Fiel
 const MAX_NAMED_SHAPES = 16;
 
 /**
- * The SQL text of one collection's statements, assembled once (when the collection is first
- * used) and reused with new bindings: the select list, the table, the fixed statements, and the
- * insert shapes, which carry a prepared-statement name (named inserts measured faster in the
- * bench; named views did not, so they run unnamed). Columns are listed, not `*`, so a prepared
- * statement's result type does not change when another process adds a column. Beside them, from
- * the same column list, the reader of the rows those statements return.
+ * The SQL text of one collection's statements, assembled once (when the collection is first used)
+ * and reused with new bindings: the select list, the table, the fixed statements, and the insert
+ * shapes, which carry a prepared-statement name (a named insert is parsed and planned once per
+ * connection; a view by id gains nothing from it, so views run unnamed). Columns are listed, not
+ * `*`, so a prepared statement's result type does not change when another process adds a column.
+ * Beside them, from the same column list, the reader of the rows those statements return.
  */
 class CollectionSql {
   /** `"r"."id", "r"."title", …` */

@@ -1,9 +1,9 @@
 /**
  * Every name that recordbase instances on one database share: advisory-lock keys, tables and the
  * database objects beside them, NOTIFY channels. Two instances agree only through these names, so
- * a name reused for a second purpose couples two features across every instance (issue 30 bug 1:
- * the file sweep and the outbox prune took one lock, and each skipped its turn while the other
- * ran). Declared here and nowhere else; spec/unit/db/shared-names.test.ts checks that each kind is
+ * a name reused for a second purpose couples two features across every instance (were the file
+ * sweep and the outbox prune to take one lock, each would skip its turn while the other ran).
+ * Declared here and nowhere else; spec/unit/db/shared-names.test.ts checks that each kind is
  * distinct, and that every export here has one of the suffixes it checks.
  *
  * A value, once released, stays: instances of older and newer code share a database during a
@@ -29,6 +29,8 @@ export const META_TABLE = '_rb_collections';
  * database so that instances need no shared disk or configuration to agree.
  */
 export const SETTINGS_TABLE = '_recordbase_settings';
+/** The key of the file-token secret in SETTINGS_TABLE: every instance signs and checks file tokens with the one secret it holds. */
+export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 /** Every committed change of a collection table, written by the capture trigger in the write's own transaction. */
 export const OUTBOX_TABLE = '_recordbase_realtime_outbox';
 /** One row per running instance with realtime on, refreshed by its heartbeat. */

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
+import { quoteIdent as q } from '../sql-fragment.js';
 import { planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
 import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
@@ -48,9 +49,31 @@ export async function readDatabaseState(db: Knex | Knex.Transaction, tables: rea
   return state;
 }
 
+/** Our own tables, created before any collection's: the applied definitions (read and written here) and the shared settings (settings-store.ts). */
+function planBookkeeping(state: DatabaseState): string[] {
+  const statements: string[] = [];
+  if (!state.metaTableExists) {
+    statements.push(`CREATE TABLE IF NOT EXISTS ${q(META_TABLE)} ("name" text PRIMARY KEY, "id" text NOT NULL, "fields" jsonb NOT NULL, "updated" timestamptz NOT NULL DEFAULT now())`);
+  }
+  if (!state.settingsTableExists) {
+    statements.push(`CREATE TABLE IF NOT EXISTS ${q(SETTINGS_TABLE)} ("key" text PRIMARY KEY, "value" text NOT NULL, "created" timestamptz NOT NULL DEFAULT now())`);
+  }
+  return statements;
+}
+
+/**
+ * The whole plan against a database state: our bookkeeping tables, then the collections' (the
+ * planner in lib/schema/ knows collections and none of our table names). Pure, so that
+ * `recordbase migrate --dry-run` can plan against a database not yet created.
+ */
+export function planSchemaSync(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
+  const plan = planMigration(collections, state);
+  return { statements: [...planBookkeeping(state), ...plan.statements], applied: plan.applied };
+}
+
 /** The plan for the current database, without changing anything (`recordbase migrate --dry-run`). */
 export async function planDatabaseSync(db: Knex, collections: readonly CollectionSchema[]): Promise<MigrationPlan> {
-  return planMigration(collections, await readDatabaseState(db, collections.map((c) => c.table)));
+  return planSchemaSync(collections, await readDatabaseState(db, collections.map((c) => c.table)));
 }
 
 /**
@@ -66,7 +89,7 @@ export async function syncDatabaseSchema(
   const additions = options.additions ?? [];
   const plan = await db.transaction(async (trx) => {
     await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
-    const plan = planMigration(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
+    const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
     for (const statement of plan.statements) await trx.raw(statement);
     for (const [name, applied] of plan.applied) {
       await trx

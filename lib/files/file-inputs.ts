@@ -9,7 +9,7 @@ import type { Upload } from './upload.js';
 /**
  * A file on the server's local disk, given to the server API. Made only by `fileFromPath`: a
  * class instance, which no JSON (nor any other parsed request body) can produce, so a body a
- * host forwards from a client can never name a server path (issue 29, finding 8).
+ * host forwards from a client can never name a server path (docs/server-api.md).
  */
 export class PathFile {
   /** The file's name as uploaded (the stored name is made from it, as for an HTTP upload). */

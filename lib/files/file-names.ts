@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { isRecordId } from '../records/record-id.js';
+import { isRecordId } from '../schema/record-id.js';
 import { lookupExtension } from './sniff-mime-type.js';
 import { InvalidStorageKeyError } from './storage.js';
 

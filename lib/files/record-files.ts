@@ -1,4 +1,4 @@
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 import type { RecordValues } from '../db/record-store.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { buildFileKey, buildRecordPrefix, buildThumbnailPrefix } from './file-names.js';

@@ -1,6 +1,6 @@
 import type { FieldError } from '../errors.js';
-import type { CollectionSchema, FieldSchema } from '../schema/collection-schema.js';
-import type { FileFieldDefinition } from '../schema/definitions.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import type { FileFieldDefinition, FileFieldSchema } from '../schema/fields/file.js';
 import { parseModifierKey } from '../schema/field-modifiers.js';
 import { createStoredFileName } from './file-names.js';
 import type { Upload } from './upload.js';
@@ -11,7 +11,7 @@ export type UploadOperation = 'set' | 'append' | 'prepend';
 /** An upload that passed its field's checks and got its stored name. */
 export interface StagedUpload {
   readonly upload: Upload;
-  readonly field: FieldSchema;
+  readonly field: FileFieldSchema;
   readonly operation: UploadOperation;
   /** The name it will be stored under (`createStoredFileName`). */
   readonly name: string;
@@ -24,7 +24,7 @@ export interface StagedUploads {
 }
 
 /** The file field a part name targets, with its operation; undefined for anything else (ignored, as PocketBase does). */
-function resolveTarget(collection: CollectionSchema, partName: string): { field: FieldSchema; operation: UploadOperation } | undefined {
+function resolveTarget(collection: CollectionSchema, partName: string): { field: FileFieldSchema; operation: UploadOperation } | undefined {
   const { name, kind } = parseModifierKey(partName);
   const field = collection.field(name);
   if (field?.type !== 'file' || kind === 'remove') return undefined;
@@ -57,7 +57,7 @@ export function stageUploads(collection: CollectionSchema, uploads: readonly Upl
   for (const upload of uploads) {
     const target = resolveTarget(collection, upload.field);
     if (!target) continue;
-    const failure = checkUpload(target.field.definition as FileFieldDefinition, upload);
+    const failure = checkUpload(target.field.definition, upload);
     if (failure) {
       errors[target.field.name] ??= failure;
       continue;

@@ -1,3 +1,4 @@
+// Over 500 lines: one suite, a test per promise of the Storage interface, shipped whole as the entry point recordbase/storage-contract.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';

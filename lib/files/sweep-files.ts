@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
 import { RecordStore } from '../db/record-store.js';
 import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
-import type { Logger } from '../http/logger.js';
-import { isRecordId } from '../records/record-id.js';
+import type { Logger } from '../logger.js';
+import { isRecordId } from '../schema/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isStoredFileName } from './file-names.js';
 import { listFileNames } from './record-files.js';
@@ -88,7 +88,7 @@ export interface FileSweeperOptions {
   database: Knex;
   registry: SchemaRegistry;
   storage: Storage;
-  /** Time between the end of one sweep and the start of the next. */
+  /** Time between the end of one sweep and the start of the next; checked where options are resolved (lib/options.ts). */
   intervalMs: number;
   /** The grace period (see `SweepOptions.minAgeMs`). */
   minAgeMs: number;
@@ -113,9 +113,7 @@ export interface FileSweeper {
  * (database down, storage failing) are logged and retried at the next interval rather than thrown.
  */
 export function startFileSweeper(options: FileSweeperOptions): FileSweeper {
-  checkPositiveDelay('intervalMs', options.intervalMs);
   const firstDelay = options.initialDelayMs ?? Math.min(options.intervalMs, 60_000);
-  checkPositiveDelay('initialDelayMs', firstDelay);
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -261,8 +259,4 @@ function parseFileKey(registry: SchemaRegistry, key: string): ParsedFileKey | un
   // `{spec}_{name}`: a non-empty spec, then the original's name.
   if (!isStoredFileName(name) || fourth.length <= name.length + 1 || !fourth.endsWith(`_${name}`)) return undefined;
   return { collection, recordId, name };
-}
-
-function checkPositiveDelay(name: string, value: number): void {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds, got ${String(value)}`);
 }

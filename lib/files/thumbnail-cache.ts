@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { UnavailableError } from '../errors.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 import { buildFileKey, buildThumbnailKey, buildThumbnailPrefix } from './file-names.js';
 import { readImageDimensions } from './read-image-dimensions.js';
 import type { ThumbnailBatchFunction, ThumbnailBatchResult, ThumbnailFunction } from './render-thumbnail.js';

@@ -47,10 +47,9 @@ export interface ThumbnailPoolOptions {
 const WORKER_HEAP_MB = 512;
 /**
  * Young-generation limit of one worker. V8's default lets it grow to tens of MB, which an idle
- * worker keeps until it stops; jimp's pixels and work buffers are typed arrays outside the heap,
- * so a small young generation costs no measurable time (the 40 MP png at six sizes: the same
- * 8 s), and after a 100x100 thumbnail of an 800x600 png the worker adds about 29 MB to the
- * process instead of 39.
+ * worker keeps until it stops; jimp's pixels and work buffers are typed arrays outside the heap, so
+ * a small young generation does not slow thumbnails down, and a worker waiting for its next job
+ * holds less memory (docs/configuration.md, "`thumbnail` and `thumbnailWorkers`").
  */
 const WORKER_YOUNG_GENERATION_MB = 4;
 const DEFAULT_JOB_TIMEOUT_MS = 60_000;

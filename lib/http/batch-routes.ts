@@ -2,21 +2,14 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import { BatchError } from '../errors.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { RecordService } from '../records/record-service.js';
-import { runBatch } from '../records/run-batch.js';
-import type { Logger } from './logger.js';
+import { runBatch, type BatchSettings } from '../records/run-batch.js';
+import type { Logger } from '../logger.js';
 import type { Route } from './route-table.js';
-import type { MultipartBody } from './read-multipart.js';
+import type { MultipartReader } from './read-multipart.js';
 import { readBatch } from './read-batch.js';
 import { readJsonBody } from './read-json-body.js';
 import type { CallerResolver } from './resolve-caller.js';
 import { operationContextOf } from './request-database-context.js';
-
-/** The batch limits (docs/batch.md), or `false` when batches are off. */
-export interface BatchSettings {
-  maxRequests: number;
-  timeoutMs: number;
-  maxBodySize: number;
-}
 
 /** What the batch route needs from the router. */
 export interface BatchRoutesOptions {
@@ -26,7 +19,7 @@ export interface BatchRoutesOptions {
   logger: Logger;
   settings: BatchSettings | false;
   /** Reads a multipart batch body under the batch's own size limit. */
-  readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
+  readMultipart: MultipartReader;
 }
 
 /**

@@ -9,7 +9,7 @@
  * router and every middleware add, the code that reads them meets a new map every time, and the
  * maps and what they reference outlive the request into V8's old generation. Under load that is
  * several mark-compacts a second, whose cost grows with the process's live heap
- * (docs/benchmarks.md, "Ninth pass"; expressjs/express#5998).
+ * (docs/benchmarks.md, "What `createAppServer` changes"; expressjs/express#5998).
  *
  * Node's server can construct `req` and `res` from classes it is given. When their prototypes
  * are the app's, Express's `setPrototypeOf` finds the prototype already in place and changes

@@ -1,6 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import type { AuthFunction } from '../auth/identity.js';
-import { DOWNLOAD_SOURCES, extractToken, HEADER_ONLY } from '../auth/extract-token.js';
+import { DOWNLOAD_SOURCES, extractToken } from '../auth/extract-token.js';
 import type { FileTokens } from '../auth/file-token.js';
 import { UnauthorizedError } from '../errors.js';
 import { buildFileKey } from '../files/file-names.js';
@@ -10,10 +9,9 @@ import type { ThumbnailCache } from '../files/thumbnail-cache.js';
 import { isThumbnailable, parseThumbnailRequest } from '../files/thumbnail-spec.js';
 import type { Caller } from '../records/caller.js';
 import type { RecordService } from '../records/record-service.js';
-import type { FileFieldDefinition } from '../schema/definitions.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logger.js';
 import { readQueryParam } from './parse-list-query.js';
-import { createCallerResolver, describeRequest } from './resolve-caller.js';
+import { describeRequest, type CallerResolver } from './resolve-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
 import type { Route } from './route-table.js';
 import { operationContextOf } from './request-database-context.js';
@@ -24,7 +22,11 @@ export interface FilesRoutesOptions {
   storage: Storage;
   thumbnails: ThumbnailCache;
   fileTokens: FileTokens;
-  auth?: AuthFunction;
+  /** Who is calling, from the Authorization header: who asks for a file token. */
+  resolveCaller: CallerResolver;
+  /** Who is downloading, from the header or `?token=` (DOWNLOAD_SOURCES): a file token is checked here first. */
+  resolveDownloadCaller: CallerResolver;
+  /** Where a storage failure in mid-download is reported. */
   logger: Logger;
 }
 
@@ -53,9 +55,7 @@ function hasFlag(req: Request, name: string): boolean {
  * the thumbnail cache, headers to sendStoredFile.
  */
 export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
-  const { records, storage, thumbnails, fileTokens } = options;
-  const resolveDownloadCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: DOWNLOAD_SOURCES });
-  const resolveApiCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
+  const { records, storage, thumbnails, fileTokens, resolveDownloadCaller } = options;
 
   /**
    * Who is downloading, resolved only for protected files (a public download never calls the
@@ -76,7 +76,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
     const recordId = req.params.recordId as string;
     const name = req.params.filename as string;
     const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveFileCaller(req) }, operationContextOf(req));
-    const definition = field.definition as FileFieldDefinition;
+    const definition = field.definition;
     const spec = parseThumbnailRequest(
       {
         thumb: readQueryParam(req.query, 'thumb'),
@@ -105,7 +105,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
   };
 
   const token: RequestHandler = async (req, res) => {
-    const caller = await resolveApiCaller(req);
+    const caller = await options.resolveCaller(req);
     if (!caller.request.auth) throw new UnauthorizedError('A file token needs an authenticated caller.', 'unauthorized');
     res.json({ token: fileTokens.sign(caller.request.auth) });
   };

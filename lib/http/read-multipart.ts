@@ -17,6 +17,9 @@ export interface MultipartBody {
   discard(): Promise<void>;
 }
 
+/** Reads one request's multipart body (made by createMultipartReader, one per body limit). */
+export type MultipartReader = (req: Request, res: Response) => Promise<MultipartBody>;
+
 /** What the reader needs: the limits, and where to spool uploads. */
 export interface MultipartReaderOptions {
   maxFileSize: number;
@@ -193,7 +196,7 @@ export async function removeStaleSpools(tempDir: string, now = Date.now()): Prom
  * Over `maxFileSize` (one file) or `maxBodySize` (the whole body, counted as it streams) is a 413
  * with every spooled file removed; a malformed body is a 400.
  */
-export function createMultipartReader(options: MultipartReaderOptions): (req: Request, res: Response) => Promise<MultipartBody> {
+export function createMultipartReader(options: MultipartReaderOptions): MultipartReader {
   const engine = createSpoolEngine(options.tempDir);
   const upload = multer({
     storage: engine,

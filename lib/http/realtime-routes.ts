@@ -1,7 +1,7 @@
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import express, { type RequestHandler } from 'express';
 import { describeError, RecordbaseError } from '../errors.js';
 import type { RealtimeHub } from '../realtime/realtime-hub.js';
-import type { MultipartBody } from './read-multipart.js';
+import type { MultipartReader } from './read-multipart.js';
 import type { Route } from './route-table.js';
 import { readJsonBody } from './read-json-body.js';
 import type { CallerResolver } from './resolve-caller.js';
@@ -11,7 +11,7 @@ export interface RealtimeRoutesOptions {
   hub: RealtimeHub;
   resolveCaller: CallerResolver;
   maxBodySize: number;
-  readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
+  readMultipart: MultipartReader;
 }
 
 /** PocketBase's answer to a POST without a clientId: 400 keyed `clientId`. */
@@ -36,8 +36,8 @@ function readSubscriptions(value: unknown): unknown {
 
 /**
  * `GET /api/realtime` (the event stream) and `POST /api/realtime` (set a client's subscriptions),
- * as DESIGN 12 and docs/realtime.md describe. Mounted only when realtime is on; otherwise both
- * fall through to the JSON 404.
+ * as docs/realtime.md describes. Mounted only when realtime is on; otherwise both fall through to
+ * the JSON 404.
  */
 export function createRealtimeRoutes(options: RealtimeRoutesOptions): Route[] {
   const json = express.json({ limit: options.maxBodySize, strict: false });

@@ -1,16 +1,12 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import type { AuthFunction } from '../auth/identity.js';
-import type { OperationContext, RecordService, WriteInput } from '../records/record-service.js';
+import type { RecordService, ScopedRecordService, WriteInput } from '../records/record-service.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
 import { readJsonBody } from './read-json-body.js';
 import type { RecordValues } from '../db/record-store.js';
-import type { Caller } from '../records/caller.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import type { MultipartBody } from './read-multipart.js';
-import type { Logger } from './logger.js';
-import { HEADER_ONLY } from '../auth/extract-token.js';
-import { createCallerResolver } from './resolve-caller.js';
+import type { MultipartReader } from './read-multipart.js';
+import type { CallerResolver } from './resolve-caller.js';
 import type { Route } from './route-table.js';
 import { operationContextOf } from './request-database-context.js';
 
@@ -18,13 +14,12 @@ import { operationContextOf } from './request-database-context.js';
 export interface RecordsRoutesOptions {
   records: RecordService;
   presenter: RecordPresenter;
-  auth?: AuthFunction;
-  /** Where a failing `auth()` is reported (it is the host's bug). */
-  logger: Logger;
+  /** Who is calling, from the Authorization header (the router's one resolver for it). */
+  resolveCaller: CallerResolver;
+  /** Reads a multipart body under the request limits (the router's one reader for them). */
+  readMultipart: MultipartReader;
   maxBodySize: number;
   maxPerPage: number;
-  /** Reads a multipart body (lib/http/read-multipart.ts). */
-  readMultipart: (req: Request, res: Response) => Promise<MultipartBody>;
 }
 
 /** The response shape a request asks for (`fields`, `expand`), parsed: a bad one is a 400 before anything runs. */
@@ -37,8 +32,7 @@ function shapeOf(req: Request): ResponseShape {
  * record service and sends what the presenter shapes; rules, SQL and validation live below.
  */
 export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
-  const { records, presenter } = options;
-  const resolveCaller = createCallerResolver({ auth: options.auth, logger: options.logger, sources: HEADER_ONLY });
+  const { records, presenter, resolveCaller } = options;
   const json = express.json({ limit: options.maxBodySize, strict: false });
 
   const list: RequestHandler = async (req, res) => {
@@ -47,7 +41,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
     const context = operationContextOf(req);
-    const result = await records.list(collection, query, caller, context);
+    const result = await records.as(caller, context).list(collection, query);
     const items = await presenter.present({ collection, records: result.items, caller, shape, store: records.storeOf(context) });
     res.json({ page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items });
   };
@@ -57,7 +51,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
     const context = operationContextOf(req);
-    const record = await records.view(collection, req.params.id as string, caller, context);
+    const record = await records.as(caller, context).view(collection, req.params.id as string);
     res.json((await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0]);
   };
 
@@ -66,7 +60,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
    * so an unknown one is a 404 before any upload is spooled; spooled uploads are removed when
    * the write is done, whatever happened.
    */
-  async function write(req: Request, res: Response, run: (collection: CollectionSchema, input: WriteInput, caller: Caller, context: OperationContext) => Promise<RecordValues>) {
+  async function write(req: Request, res: Response, run: (scoped: ScopedRecordService, collection: CollectionSchema, input: WriteInput) => Promise<RecordValues>) {
     const collection = records.collection(req.params.collection as string);
     const shape = shapeOf(req);
     const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
@@ -77,7 +71,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
         : { data: readJsonBody(req), source: 'json' };
       const caller = await resolveCaller(req);
       const context = operationContextOf(req);
-      const record = await run(collection, input, caller, context);
+      const record = await run(records.as(caller, context), collection, input);
       response = (await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0];
     } finally {
       // Before answering, so that a client who sees the response sees no spool left either.
@@ -86,20 +80,20 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     res.json(response);
   }
 
-  const create: RequestHandler = (req, res) => write(req, res, (collection, input, caller, context) => records.create(collection, input, caller, context));
-  const update: RequestHandler = (req, res) => write(req, res, (collection, input, caller, context) => records.update(collection, req.params.id as string, input, caller, context));
+  const create: RequestHandler = (req, res) => write(req, res, (scoped, collection, input) => scoped.create(collection, input));
+  const update: RequestHandler = (req, res) => write(req, res, (scoped, collection, input) => scoped.update(collection, req.params.id as string, input));
 
   const remove: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
     const caller = await resolveCaller(req);
-    await records.delete(collection, req.params.id as string, caller, operationContextOf(req));
+    await records.as(caller, operationContextOf(req)).delete(collection, req.params.id as string);
     res.status(204).end();
   };
 
   const removeMany: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
     const caller = await resolveCaller(req);
-    const result = await records.deleteMany(collection, readQueryParam(req.query, 'filter'), caller, operationContextOf(req));
+    const result = await records.as(caller, operationContextOf(req)).deleteMany(collection, readQueryParam(req.query, 'filter'));
     res.json({ deleted: result.count });
   };
 

@@ -3,7 +3,7 @@ import type { AuthFunction, Identity } from '../auth/identity.js';
 import { extractToken, type TokenSources } from '../auth/extract-token.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Caller } from '../records/caller.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logger.js';
 import { readQueryParam } from './parse-list-query.js';
 
 /** Repeated query parameters keep their first value; nested ones are dropped (rules read strings). */

@@ -22,13 +22,13 @@ interface CompiledRoute {
 }
 
 /**
- * The router's endpoints as one table, matched by hand: one lookup per request where nested
- * Express routers walked a layer per route and per router (their matching, URL rewriting and
- * promise wrapping were the largest cost of routing in the bench's profiles). It keeps what
- * Express's router did for these paths: literal segments match case-insensitively, one trailing
- * slash is allowed, a parameter is one non-empty segment, decoded with decodeURIComponent (a
- * malformed escape is a URIError with status 400, as Express throws it), and a GET route answers
- * HEAD too unless the table has a HEAD route of its own.
+ * The router's endpoints as one table, matched by hand: one lookup per request where nested Express
+ * routers walked a layer per route and per router, each with its own matching, URL rewriting and
+ * promise wrapping, on every request. It keeps what Express's router did for these paths: literal
+ * segments match case-insensitively, one trailing slash is allowed, a parameter is one non-empty
+ * segment, decoded with decodeURIComponent (a malformed escape is a URIError with status 400, as
+ * Express throws it), and a GET route answers HEAD too unless the table has a HEAD route of its
+ * own.
  */
 export class RouteTable {
   private readonly byMethod = new Map<string, CompiledRoute[]>();

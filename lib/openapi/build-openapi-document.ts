@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 import { describeFieldSchemas, RECORD_DATE_PATTERN, RECORD_ID_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
+import { ERROR_RESPONSES, type ErrorResponseName } from './error-responses.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
 /** An OpenAPI document as plain JSON data. */
@@ -20,76 +21,21 @@ export interface OpenApiOptions {
   serverUrl?: string;
   /** `info.title`. Default `recordbase`. */
   title?: string;
-  /** The limits the router enforces (its resolved options), quoted in descriptions. Absent: a default router's. */
-  limits?: { maxPerPage: number; maxFileSize: number; maxBodySize: number };
-  /** The router's `multipartUpdate` option, which decides what a multipart update clears. Absent: a default router's. */
-  multipartUpdate?: 'replace' | 'merge';
+  /**
+   * The limits the router enforces, quoted in descriptions: its resolved options
+   * (lib/options.ts), so that the document never states a default of its own.
+   */
+  limits: { maxPerPage: number; maxFileSize: number; maxBodySize: number };
+  /** The router's `multipartUpdate` option, which decides what a multipart update clears. */
+  multipartUpdate: 'replace' | 'merge';
 }
 
-const MIB = 1024 * 1024;
-/**
- * What a router with every default enforces, for a document built without a router's options:
- * `renderTypeScriptTypes` builds one, and its `schema version` is then a default router's
- * `info.version`. The router and the executable always pass their resolved options;
- * spec/unit/options.test.ts holds this equal to lib/options.ts's table.
- */
-const DEFAULT_ROUTER = { limits: { maxPerPage: 1000, maxFileSize: 5 * MIB, maxBodySize: 10 * MIB }, multipartUpdate: 'replace' } as const;
 const JSON_TYPE = 'application/json';
 const ERROR_REF = { $ref: '#/components/schemas/ErrorBody' };
 /** Who may call a records route: anyone; a token is optional and goes to the host's auth(). */
 const OPTIONAL_TOKEN = [{}, { bearerToken: [] }, { rawToken: [] }];
 /** File downloads also take the `pb_session` cookie and `?token=` (a file token or any other). */
 const OPTIONAL_FILE_TOKEN = [...OPTIONAL_TOKEN, { sessionCookie: [] }, { queryToken: [] }];
-
-/** The error statuses, each a reusable response with the one error body. */
-const ERROR_RESPONSES: Record<string, { status: number; description: string; example: { status: number; message: string; data: object } }> = {
-  BadRequest: {
-    status: 400,
-    description: 'A malformed request: bad JSON, a bad filter, sort, fields or paging parameter, a bulk delete without filter, a delete blocked by a required relation, bad thumbnail parameters.',
-    example: { status: 400, message: 'Invalid filter: unknown field "titel" at position 1.', data: {} },
-  },
-  Unauthorized: {
-    status: 401,
-    description: "The host's auth() refused the token (it threw, or returned no string id); a protected file or a file token without an identity.",
-    example: { status: 401, message: 'The request requires valid authentication.', data: {} },
-  },
-  Forbidden: {
-    status: 403,
-    description: 'A rule refused: a superusers-only rule for anyone else, a failing create rule, a bulk delete including a record the delete rule refuses.',
-    example: { status: 403, message: 'You are not allowed to perform this request.', data: {} },
-  },
-  NotFound: {
-    status: 404,
-    description: 'No such record or file, or a record the view, update or delete rule hides from the caller.',
-    example: { status: 404, message: "The requested resource wasn't found.", data: {} },
-  },
-  PayloadTooLarge: {
-    status: 413,
-    description: 'The body is over maxBodySize, or a file over maxFileSize. Nothing is stored.',
-    example: { status: 413, message: 'The request body is too large.', data: {} },
-  },
-  RangeNotSatisfiable: {
-    status: 416,
-    description: 'The Range starts at or past the end of the file (Content-Range: bytes */size).',
-    example: { status: 416, message: 'The requested range is not satisfiable.', data: {} },
-  },
-  ValidationFailed: {
-    status: 422,
-    description: 'Validation failed; data names every failing field with a code (docs/errors.md).',
-    example: { status: 422, message: 'Failed to validate the submitted data.', data: { title: { code: 'validation_required', message: 'Cannot be blank.' } } },
-  },
-  InternalError: {
-    status: 500,
-    description: 'Something unexpected; the message is generic and the cause goes to the server log.',
-    example: { status: 500, message: 'Something went wrong while processing your request.', data: {} },
-  },
-  Unavailable: {
-    status: 503,
-    description: 'The database is unreachable, or the router could not start (the message says why).',
-    example: { status: 503, message: 'The service is temporarily unavailable.', data: {} },
-  },
-};
-type ErrorResponseName = keyof typeof ERROR_RESPONSES;
 
 /** The responses of an operation: its success, then the named errors, then 500 and 503. */
 function responses(success: Record<string, unknown>, errors: readonly ErrorResponseName[]): Record<string, unknown> {
@@ -284,7 +230,7 @@ function describeCollectionFields(collection: CollectionSchema): Map<FieldSchema
   return new Map(visibleFields(collection).map((f) => [f, describeFieldSchemas(f)]));
 }
 
-function buildParameters(limits: Required<NonNullable<OpenApiOptions['limits']>>): Record<string, unknown> {
+function buildParameters(limits: OpenApiOptions['limits']): Record<string, unknown> {
   const query = (name: string, schema: JsonSchema, description: string) => ({ name, in: 'query', required: false, description, schema });
   return {
     page: query('page', { type: 'integer', minimum: 1, default: 1 }, 'The page, from 1.'),
@@ -451,9 +397,8 @@ function buildDownloadPath(collection: CollectionSchema, type: string): Record<s
  * Builds the OpenAPI 3.1 document of the collections. `info.version` is a hash of everything
  * else, so a client can tell that the collections changed.
  */
-export function buildOpenApiDocument(registry: SchemaRegistry, options: OpenApiOptions = {}): OpenApiDocument {
-  const limits = options.limits ?? DEFAULT_ROUTER.limits;
-  const multipartUpdate = options.multipartUpdate ?? DEFAULT_ROUTER.multipartUpdate;
+export function buildOpenApiDocument(registry: SchemaRegistry, options: OpenApiOptions): OpenApiDocument {
+  const { limits, multipartUpdate } = options;
   const paths: [string, unknown][] = registry.collections.flatMap((c) => buildCollectionPaths(registry, c, { multipartUpdate }));
   paths.push([
     '/api/files/token',

@@ -5,7 +5,7 @@
  * types and the document never disagree. Pure and deterministic.
  */
 import type { SchemaRegistry } from '../schema/collection-schema.js';
-import { buildOpenApiDocument } from './build-openapi-document.js';
+import { buildOpenApiDocument, type OpenApiOptions } from './build-openapi-document.js';
 import type { JsonSchema } from './describe-field-schemas.js';
 import { toTypeName } from './type-names.js';
 
@@ -99,9 +99,13 @@ function renderMap(name: string, comment: string, entries: [string, string][]): 
   return `/** ${comment} */\nexport interface ${name} {\n${entries.map(([key, type]) => `  ${renderKey(key)}: ${type};`).join('\n')}\n}\n`;
 }
 
-/** Renders the declarations; write them to a `.ts` file and import `TypedPocketBase` from it. */
-export function renderTypeScriptTypes(registry: SchemaRegistry): string {
-  const document = buildOpenApiDocument(registry);
+/**
+ * Renders the declarations; write them to a `.ts` file and import `TypedPocketBase` from it.
+ * `options` are the router's, as for its document: the header then names the schema version
+ * that the router's `/api/openapi.json` states.
+ */
+export function renderTypeScriptTypes(registry: SchemaRegistry, options: OpenApiOptions): string {
+  const document = buildOpenApiDocument(registry, options);
   const schemas = (document.components as { schemas: Record<string, JsonSchema> }).schemas;
   const names = registry.collections.map((c) => c.name);
   const parts: string[] = [

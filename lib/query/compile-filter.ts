@@ -11,7 +11,7 @@ import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
 import { readRequestValue } from './request-values.js';
 import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
-import { bindValue, joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
+import { bindValue, joinSql, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 
 /**
  * Who a filter is compiled for, which decides what it may reach:

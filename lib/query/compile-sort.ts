@@ -1,7 +1,7 @@
 import { BadRequestError } from '../errors.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { AliasAllocator, resolveFieldPath } from './resolve-path.js';
-import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
+import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 import { targetViewRules, type CompiledSql, type FilterMode } from './compile-filter.js';
 import type { RequestInfo } from './request-info.js';
 

@@ -1,7 +1,7 @@
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { resolveRelation } from './resolve-relation.js';
-import { quoteIdent, rawSql, sql, type SqlFragment } from './sql-fragment.js';
+import { quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 
 /** Most relation hops in one path (`a.b.c.d.e.f.field` has 6). */
 export const MAX_PATH_HOPS = 6;

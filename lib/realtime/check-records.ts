@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseContext } from '../db/database-context.js';
 import { evaluateConditions, type ConditionTarget } from '../db/evaluate-conditions.js';
-import { joinSql, type SqlFragment } from '../query/sql-fragment.js';
+import { joinSql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 
 /**

@@ -48,9 +48,9 @@ export interface HeartbeatResult {
 }
 
 /**
- * The realtime registry in Postgres (DESIGN 12): instances with their heartbeats and expiries (the
- * capture gate reads them), and every open stream's client id, owner instance, stored identity
- * and subscriptions, so a POST may reach any instance.
+ * The realtime registry in Postgres (docs/realtime.md, "How it works"): instances with their
+ * heartbeats and expiries (the capture gate reads them), and every open stream's client id, owner
+ * instance, stored identity and subscriptions, so a POST may reach any instance.
  */
 export class ClientRegistry {
   private readonly maxClientsPerIdentity: number;

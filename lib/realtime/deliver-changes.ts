@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
+import { checkDatabaseAnswers } from '../db/check-database-answers.js';
 import type { DatabaseContext } from '../db/database-context.js';
 import { readRow, type RecordStore } from '../db/record-store.js';
-import { runStatement } from '../db/run-statement.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 import { resolveBindings } from '../query/deferred-value.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
@@ -75,9 +75,8 @@ interface ModeCheck {
 type SharedCheck = Partial<Record<CheckMode, ModeCheck>>;
 
 /**
- * Delivers committed changes to this instance's subscribers (DESIGN 12, docs/realtime.md,
- * "Delivery under attack"). Two paths, so that one subscriber's costly filter costs that
- * subscriber only:
+ * Delivers committed changes to this instance's subscribers (docs/realtime.md, "How it works"). Two
+ * paths, so that one subscriber's costly filter costs that subscriber only:
  * - shared: subscriptions with cheap conditions (prepareSubscriptions) and no `expand` are
  *   checked together, per page of changes and collection, in statements bounded by
  *   `checkTimeoutMs`; their messages are presented once per shape and written at once;
@@ -389,7 +388,7 @@ export class ChangeDelivery {
   /** Rethrows `error` when the database itself does not answer (the page is read again later). */
   private async assertDatabaseAnswers(error: unknown): Promise<void> {
     try {
-      await runStatement(this.options.db, { sql: 'SELECT 1', bindings: [] }, this.context(SHARED_CHECKS_CLIENT));
+      await checkDatabaseAnswers(this.options.db, this.context(SHARED_CHECKS_CLIENT));
     } catch {
       throw error;
     }
@@ -437,8 +436,8 @@ function resolveConditions(conditions: SubscriptionConditions, now: Date): Condi
 
 /**
  * A delete whose rule reads other tables, when those may have changed since it was committed:
- * only which record went, none of its values (DESIGN 12: in doubt, nothing of a version the rules
- * may not have allowed).
+ * only which record went, none of its values (in doubt, nothing of a version the rules may not
+ * have allowed).
  */
 function idOnlyMessage(change: Change, collection: CollectionSchema): Buffer {
   return Buffer.from(JSON.stringify({ action: change.action, record: { id: change.recordId, collectionId: collection.id, collectionName: collection.name } }));

@@ -25,11 +25,11 @@ function readIdentity(value: unknown): Identity | null | undefined {
 }
 
 /**
- * The receiving side of forwarded identities (issue 29 finding 12): a POST taken by another
- * instance sends its identity to the instance holding the stream in notifications, never through
- * a table. Parts of one hand-off arrive together; a hand-off still incomplete after `timeoutMs` is
- * dropped (its POST has answered 503 by then), so what is buffered is bounded by what arrives in
- * that time.
+ * The receiving side of forwarded identities: a POST taken by another instance sends its identity
+ * to the instance holding the stream in notifications, never through a table, so that no host's
+ * identity (a session token in it, say) is kept in the database. Parts of one hand-off arrive
+ * together; a hand-off still incomplete after `timeoutMs` is dropped (its POST has answered 503 by
+ * then), so what is buffered is bounded by what arrives in that time.
  */
 export class IdentityHandoffs {
   private readonly pending = new Map<string, { parts: (string | undefined)[]; missing: number; timer: NodeJS.Timeout }>();

@@ -1,10 +1,7 @@
 import type { Identity } from '../auth/identity.js';
-import type { Caller } from '../records/caller.js';
-import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { Change } from './change-reader.js';
-import type { Subscription } from './parse-subscription.js';
 import type { SseStream } from './sse-stream.js';
-import type { SubscriptionConditions } from './subscription-conditions.js';
+import type { PreparedSubscription } from './subscription-conditions.js';
 
 /** A stream this instance holds, and what it subscribed to. */
 export interface LocalClient {
@@ -16,21 +13,6 @@ export interface LocalClient {
   subscriptions: LocalSubscription[];
   /** Its delivery state, made on its first message (deliver-changes.ts). */
   delivery?: ClientDelivery;
-}
-
-/** A subscription compiled for its client (prepareSubscriptions), before it is applied. */
-export interface PreparedSubscription {
-  readonly sub: Subscription;
-  readonly collection: CollectionSchema;
-  readonly caller: Caller;
-  readonly conditions: SubscriptionConditions;
-  /**
-   * Checked with every other client's in shared statements: cheap conditions, and a shape that
-   * needs no database (no `expand`). Otherwise its client's checks all run in its own lane.
-   */
-  readonly shared: boolean;
-  /** Subscriptions of one group receive the same presented record: the caller kind and the `fields` (shared ones have no expand). */
-  readonly shapeGroup: string;
 }
 
 /** A prepared subscription applied to its client. */

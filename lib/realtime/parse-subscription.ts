@@ -3,9 +3,9 @@ import { parseResponseShape, type ResponseShape } from '../records/present-recor
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 
 /**
- * One subscription string as a client sent it (DESIGN 12): `{collection}/*`, `{collection}/{id}`
- * or the legacy `{collection}`, the collection by name or id, optionally followed by
- * `?options=<url-encoded JSON {"query": {...}, "headers": {...}}>`.
+ * One subscription string as a client sent it (docs/realtime.md): `{collection}/*`,
+ * `{collection}/{id}` or the legacy `{collection}`, the collection by name or id, optionally
+ * followed by `?options=<url-encoded JSON {"query": {...}, "headers": {...}}>`.
  */
 export interface Subscription {
   /** Exactly as sent: the `event:` of every message for it. */
@@ -24,7 +24,7 @@ export interface Subscription {
   readonly shapeKey: string;
 }
 
-/** DESIGN 12's bounds on a subscription set. */
+/** Bounds on a subscription set (docs/limits.md). */
 export const MAX_SUBSCRIPTIONS = 1000;
 export const MAX_SUBSCRIPTION_LENGTH = 2500;
 

@@ -8,7 +8,7 @@ import { startNotificationListener, type NotificationListener } from '../db/noti
 import type { RecordStore } from '../db/record-store.js';
 import { CHANGES_CHANNEL, instanceChannel } from '../db/shared-names.js';
 import { BadRequestError, UnavailableError } from '../errors.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 import type { Limits, RealtimeSettings } from '../options.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
@@ -16,11 +16,11 @@ import { ChangeReader, type Change } from './change-reader.js';
 import { ClientRegistry } from './client-registry.js';
 import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
-import type { LocalClient, LocalSubscription, PreparedSubscription } from './local-client.js';
+import type { LocalClient, LocalSubscription } from './local-client.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, type Subscription } from './parse-subscription.js';
 import { SseStream } from './sse-stream.js';
 import { StreamSlots } from './stream-slots.js';
-import { prepareSubscriptions } from './subscription-conditions.js';
+import { prepareSubscriptions, type PreparedSubscription } from './subscription-conditions.js';
 
 /** What the hub needs from the router. */
 export interface RealtimeHubOptions {
@@ -61,7 +61,7 @@ export function newClientId(): string {
 type InstanceMessage = { t: 'sync'; c: string; a: string; r: string; i?: number; n?: number; d?: string } | { t: 'ack'; a: string };
 
 /**
- * Realtime on one instance (DESIGN 12, docs/realtime.md): holds this instance's streams and their
+ * Realtime on one instance (docs/realtime.md): holds this instance's streams and their
  * subscriptions, reads committed changes from the outbox when notified and hands them to
  * delivery (deliver-changes.ts), which checks the rules and writes the messages. The registry in
  * Postgres lets a POST reach any instance.

@@ -2,7 +2,7 @@ import { TooManyRequestsError } from '../errors.js';
 
 /**
  * Streams held per client address on one instance, against `realtime.maxClientsPerAddress`: one
- * guest cannot take every slot of `maxClients` (issue 29 finding 9).
+ * guest cannot take every slot of `maxClients` (docs/limits.md).
  */
 export class StreamSlots {
   private readonly held = new Map<string, number>();

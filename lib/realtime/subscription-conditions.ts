@@ -8,9 +8,8 @@ import { compileCostedFilter, type FilterLimits } from '../query/compile-filter.
 import { hasDeferredValues } from '../query/deferred-value.js';
 import type { FilterNode } from '../query/filter-ast.js';
 import { parseFilterCached } from '../query/filter-parser.js';
-import type { SqlFragment } from '../query/sql-fragment.js';
+import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import type { PreparedSubscription } from './local-client.js';
 import { subscriptionError, type Subscription } from './parse-subscription.js';
 
 /**
@@ -115,15 +114,30 @@ function matchesPatterns(node: FilterNode): boolean {
   return node.operator === '~' || node.operator === '!~';
 }
 
+/** A subscription compiled for its client (prepareSubscriptions), before it is applied. */
+export interface PreparedSubscription {
+  readonly sub: Subscription;
+  readonly collection: CollectionSchema;
+  readonly caller: Caller;
+  readonly conditions: SubscriptionConditions;
+  /**
+   * Checked with every other client's in shared statements: cheap conditions, and a shape that
+   * needs no database (no `expand`). Otherwise its client's checks all run in its own lane.
+   */
+  readonly shared: boolean;
+  /** Subscriptions of one group receive the same presented record: the caller kind and the `fields` (shared ones have no expand). */
+  readonly shapeGroup: string;
+}
+
 /** Compile work done between two yields to the event loop while a client's subscriptions are prepared. */
 const PREPARE_SLICE_MS = 10;
 
 /**
- * Compiles a client's subscriptions for `identity` (DESIGN 12): identical subscription strings
- * are one; each filter within SUBSCRIPTION_FILTER_LIMITS and all of them together within
+ * Compiles a client's subscriptions for `identity` (docs/realtime.md): identical subscription
+ * strings are one; each filter within SUBSCRIPTION_FILTER_LIMITS and all of them together within
  * MAX_CLIENT_FILTER_COST, else a 400 naming the subscription or the limit. Topics of no known
- * collection are kept out (accepted, never delivered). Yields to the event loop between slices
- * of work, so a POST of 1,000 subscriptions never stalls other requests.
+ * collection are kept out (accepted, never delivered). Yields to the event loop between slices of
+ * work, so a POST of 1,000 subscriptions never stalls other requests.
  */
 export async function prepareSubscriptions(options: { registry: SchemaRegistry; identity: Identity | null; subscriptions: readonly Subscription[] }): Promise<PreparedSubscription[]> {
   const { registry, identity } = options;

@@ -5,7 +5,7 @@ import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
-import { joinSql, sql, type SqlFragment } from '../query/sql-fragment.js';
+import { joinSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
 

@@ -1,6 +1,6 @@
 import { BadRequestError } from '../errors.js';
 import { RECORD_ALIAS, type RecordStore, type RecordValues } from '../db/record-store.js';
-import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../query/sql-fragment.js';
+import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
 import { resolveRelation, type ResolvedRelation } from '../query/resolve-relation.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
@@ -16,7 +16,7 @@ export interface ExpandItem {
 }
 
 /**
- * Bounds on what expansion may add to one response (DESIGN.md section 7, docs/limits.md). A
+ * Bounds on what expansion may add to one response (docs/limits.md). A
  * related record counts each time it appears: the same author under 1,000 posts is serialised
  * 1,000 times, and that is what the client receives and what the server must write.
  */

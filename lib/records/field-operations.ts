@@ -43,9 +43,9 @@ export interface WriteRequest {
   /** File parts of a multipart body. */
   readonly uploads?: readonly Upload[];
   /**
-   * A multipart update in replace mode (interface 4.7): every field the request does not touch is
-   * cleared, as if sent empty. Hidden fields only when `includeHidden` (a client that never
-   * received a hidden field cannot resend it).
+   * A multipart update in replace mode (option `multipartUpdate`, docs/files.md): every field the
+   * request does not touch is cleared, as if sent empty. Hidden fields only when `includeHidden` (a
+   * client that never received a hidden field cannot resend it).
    */
   readonly clearUnsent?: { readonly includeHidden: boolean };
   /** An update: the body's `id` is the record's and changes nothing, so it is not part of the write. */
@@ -74,7 +74,6 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     entryOf(field).sent.set(kind, body[key]);
   }
   for (const upload of staged) {
-    if (upload.field.system) continue; // never true (uploads target file fields); tells the compiler the field is declared
     const list = entryOf(upload.field).uploads;
     list.set(upload.operation, [...(list.get(upload.operation) ?? []), upload]);
   }

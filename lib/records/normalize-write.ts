@@ -71,7 +71,7 @@ function applyFieldWrite(write: FieldWrite, options: { previous: unknown; source
   }
   const setUploads = write.uploads.get('set');
   if (setUploads) {
-    // `docs` with files: the names resent as text, then the new files (interface 4.7: only what is sent stays).
+    // `docs` with files: the names resent as text, then the new files (only what is sent stays, docs/files.md).
     const resent = write.sent.has('set') ? readList(field, value) : [];
     const names = [...new Set([...resent, ...namesOf(setUploads)])];
     if (!field.multiple && names.length > 1) return tooMany(field);

@@ -1,6 +1,6 @@
 import type { Identity } from '../auth/identity.js';
 import type { RecordValues } from '../db/record-store.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { RecordsApi } from './records-api.js';
 
@@ -87,6 +87,18 @@ export function checkHooks(hooks: unknown, isDeclared: (name: string) => boolean
     }
   }
   return hooks as RecordHooks;
+}
+
+/**
+ * Checks what a before-hook left in `data`: a hook may change values (and set `id` on create);
+ * a key that is no writable field is a bug in the hook, and a silent no-op would hide it.
+ */
+export function checkHookData(collection: CollectionSchema, data: Record<string, unknown>, options: { hook: string; allowId: boolean }): void {
+  for (const key of Object.keys(data)) {
+    if (key === 'id' && options.allowId) continue;
+    const field = collection.field(key);
+    if (!field || field.system) throw new TypeError(`the ${options.hook} hook of "${collection.name}" set "${key}", which is not a writable field`);
+  }
 }
 
 /** Runs the hooks of a collection: `'*'` first, then the collection's own. */

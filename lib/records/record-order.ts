@@ -1,5 +1,5 @@
 import { RECORD_ALIAS } from '../db/record-store.js';
-import type { SqlFragment } from '../query/sql-fragment.js';
+import type { SqlFragment } from '../sql-fragment.js';
 import { compileSort } from '../query/compile-sort.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';

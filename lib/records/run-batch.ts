@@ -1,13 +1,23 @@
 import type { Identity } from '../auth/identity.js';
 import { ClientGone } from '../db/database-context.js';
+import type { RecordStore } from '../db/record-store.js';
 import { BadRequestError, BatchError, ConflictError, InternalError, RecordbaseError } from '../errors.js';
 import type { Upload } from '../files/upload.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import { isRecordId } from '../schema/record-id.js';
 import type { Caller } from './caller.js';
 import type { ExpandBudget } from './expand-records.js';
 import { parseResponseShape, type RecordPresenter } from './present-records.js';
 import type { OperationContext, RecordService } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
+
+/** The batch limits (docs/batch.md): the `batch` option resolved, read by the batch route and runBatch. */
+export interface BatchSettings {
+  maxRequests: number;
+  timeoutMs: number;
+  maxBodySize: number;
+}
 
 /** What one request of a batch asks for, already parsed from its method and url. */
 export interface BatchRequest {
@@ -219,27 +229,27 @@ async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; req
   const collection = service.collection(request.collection);
   const shape = parseResponseShape({ fields: request.query.fields, expand: request.query.expand });
   const caller = (method: string): Caller => ({ request: { auth: options.identity, query: request.query, body: {}, method } });
-  const context = { unit };
+  const as = (method: string) => service.as(caller(method), { unit });
   if (request.action === 'delete') {
-    await service.delete(collection, request.id!, caller('DELETE'), context);
+    await as('DELETE').delete(collection, request.id!);
     return { status: 204, body: null };
   }
   const input = { data: request.body, source: 'json' as const, uploads: request.uploads };
   let record;
-  if (request.action === 'create' || (request.action === 'upsert' && !(await upsertTargetExists(service, unit, collection, request.body.id)))) {
-    record = await service.create(collection, input, caller('POST'), context);
+  if (request.action === 'create' || (request.action === 'upsert' && !(await upsertTargetExists(unit.store, collection, request.body.id)))) {
+    record = await as('POST').create(collection, input);
   } else {
     const id = request.action === 'update' ? request.id! : String(request.body.id);
-    record = await service.update(collection, id, input, caller('PATCH'), context);
+    record = await as('PATCH').update(collection, id, input);
   }
   const [body] = await presenter.present({ collection, records: [record], caller: caller('GET'), shape, store: unit.store, budget });
   return { status: 200, body: body! };
 }
 
 /** An upsert updates when its body names an existing record (a plain lookup: the update rule decides the rest). */
-async function upsertTargetExists(service: RecordService, unit: WriteUnit, collection: ReturnType<RecordService['collection']>, id: unknown): Promise<boolean> {
-  if (typeof id !== 'string' || !/^[a-z0-9]{15}$/.test(id)) return false;
-  return (await unit.store.selectById({ collection, id })) !== undefined;
+async function upsertTargetExists(store: RecordStore, collection: CollectionSchema, id: unknown): Promise<boolean> {
+  if (!isRecordId(id)) return false;
+  return (await store.selectById({ collection, id })) !== undefined;
 }
 
 /** The batch's failure, naming the request and carrying its own error body (or the timeout, whatever the request met once the time was up). */

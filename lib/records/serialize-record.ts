@@ -23,8 +23,8 @@ function compileSerializer(collection: CollectionSchema, showHidden: boolean): S
 }
 
 /**
- * The response shape of one record (interface 2.1): collectionId, collectionName, id, the
- * declared fields in declaration order, created, updated. Hidden fields only for superusers.
+ * The response shape of one record, as PocketBase's API gives it: collectionId, collectionName, id,
+ * the declared fields in declaration order, created, updated. Hidden fields only for superusers.
  * Compiled once per collection into one object literal (lib/schema/object-shape.ts).
  */
 export function serializeRecord(collection: CollectionSchema, values: RecordValues, options: { showHidden: boolean }): Record<string, unknown> {

@@ -1,6 +1,6 @@
 import type { RecordStore } from '../db/record-store.js';
 import { RecordbaseError } from '../errors.js';
-import type { Logger } from '../http/logger.js';
+import type { Logger } from '../logger.js';
 
 /**
  * One transaction of writes, and what must happen once it is over: the work a write leaves for

@@ -6,12 +6,12 @@
 export type ShapeEntry = { readonly key: string } & ({ readonly from: string; readonly via?: string } | { readonly value: unknown });
 
 /**
- * Compiles a function that turns one input object into a new object with exactly `entries`, in
- * that order, as a single object literal: every object it makes has the same hidden class, built
- * in one step. A loop of `out[field.name] = ...` over a collection's fields (what it replaces for
- * rows and response records) adds the properties one keyed store at a time, and those stores see
- * every field name of every collection (megamorphic): in the bench's profiles that was most of
- * the time spent shaping a record.
+ * Compiles a function that turns one input object into a new object with exactly `entries`, in that
+ * order, as a single object literal: every object it makes has the same hidden class, built in one
+ * step. A loop of `out[field.name] = ...` over a collection's fields (what it replaces for rows and
+ * response records) adds the properties one keyed store at a time, and those stores see every field
+ * name of every collection (megamorphic), the slowest kind of property store in V8, paid for every
+ * field of every record.
  *
  * Keys and input names only ever reach the generated source as JSON string literals (and
  * `__proto__` as a computed key, so it is an own property and never a prototype); values and

@@ -1,6 +1,5 @@
 import { SchemaError } from '../errors.js';
-import { META_TABLE, SETTINGS_TABLE } from '../db/shared-names.js';
-import { quoteIdent as q } from '../query/sql-fragment.js';
+import { quoteIdent as q } from '../sql-fragment.js';
 import { shortenIdentifier, type CollectionSchema, type FieldSchema } from './collection-schema.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
@@ -137,21 +136,15 @@ export function emptyDatabaseState(): DatabaseState {
 }
 
 /**
- * Compares the declared collections with the database and returns the DDL that brings the
- * database up to date. Pure: the same inputs give the same plan, which is what
- * `recordbase migrate --dry-run` prints. Throws one SchemaError naming every collection and
+ * Compares the declared collections with the database and returns the DDL that brings their
+ * tables up to date (lib/db/sync-database-schema.ts puts its bookkeeping tables first). Pure:
+ * the same inputs give the same plan, which is what `recordbase migrate --dry-run` prints. Throws one SchemaError naming every collection and
  * field it cannot apply without losing data (type changes, undeclared columns, id changes),
  * so that a refused change is fixed in one go rather than one restart per field.
  */
 export function planMigration(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
   const statements: string[] = [];
   const problems: string[] = [];
-  if (!state.metaTableExists) {
-    statements.push(`CREATE TABLE IF NOT EXISTS ${q(META_TABLE)} ("name" text PRIMARY KEY, "id" text NOT NULL, "fields" jsonb NOT NULL, "updated" timestamptz NOT NULL DEFAULT now())`);
-  }
-  if (!state.settingsTableExists) {
-    statements.push(`CREATE TABLE IF NOT EXISTS ${q(SETTINGS_TABLE)} ("key" text PRIMARY KEY, "value" text NOT NULL, "created" timestamptz NOT NULL DEFAULT now())`);
-  }
   const applied = new Map<string, AppliedCollection>();
   for (const c of collections) {
     const before = state.applied.get(c.name);

@@ -6,7 +6,7 @@
  * (lib/schema/fields/). SQL NULL, where a kind allows it, is that kind's empty value.
  */
 import { types } from 'node:util';
-import { sql, type BindCast, type SqlFragment } from '../query/sql-fragment.js';
+import { sql, type BindCast, type SqlFragment } from '../sql-fragment.js';
 import { formatRecordDate, hasRecordDateShape } from './record-date.js';
 
 /**

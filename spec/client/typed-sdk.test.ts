@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { renderTypeScriptTypes } from '../../lib/openapi/render-typescript-types.js';
+import { resolveOptions } from '../../lib/options.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { blogCollections, trickyCollections } from '../support/demo-collections.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -109,14 +110,15 @@ describe('the types of `recordbase types` with the pocketbase SDK', () => {
   let compiled: { code: number; output: string };
 
   beforeAll(async () => {
+    const { limits, multipartUpdate } = resolveOptions({ collections: [] }, {});
     dir = await mkdtemp(join(tmpdir(), 'rb-types-'));
     await mkdir(dir, { recursive: true });
     await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
     await writeFile(join(dir, 'package.json'), '{"type":"module"}\n');
-    await writeFile(join(dir, 'pocketbase-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(blogCollections())));
+    await writeFile(join(dir, 'pocketbase-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(blogCollections()), { limits, multipartUpdate }));
     await writeFile(join(dir, 'usage.ts'), USAGE);
     await writeFile(join(dir, 'wrong-field.ts'), WRONG_FIELD);
-    await writeFile(join(dir, 'tricky-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(trickyCollections())));
+    await writeFile(join(dir, 'tricky-types.ts'), renderTypeScriptTypes(buildSchemaRegistry(trickyCollections()), { limits, multipartUpdate }));
     await writeFile(join(dir, 'tricky-usage.ts'), TRICKY_USAGE);
     compiled = await compile(dir, { file: 'usage.ts', lib: ['ES2022'], types: ['node'], emit: true });
   }, 180_000);

@@ -1,7 +1,7 @@
 import { RecordStore } from '../../lib/db/record-store.js';
 import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
-import { installStatementBounds } from '../../lib/db/bound-statements.js';
+import { DEFAULT_MAX_WAITING_PER_CLIENT, installStatementBounds } from '../../lib/db/bound-statements.js';
 import { ChangeReader } from '../../lib/realtime/change-reader.js';
 import { ChangeDelivery } from '../../lib/realtime/deliver-changes.js';
 import type { LocalClient, LocalSubscription } from '../../lib/realtime/local-client.js';
@@ -38,7 +38,7 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
   const bob = TEST_IDENTITIES['token-bob']!;
   beforeAll(async () => {
     database = await openTestDatabase(engine);
-    installStatementBounds(database.db);
+    installStatementBounds(database.db, { maxWaitingPerClient: DEFAULT_MAX_WAITING_PER_CLIENT });
     await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
   });

@@ -12,7 +12,7 @@ import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import type { ByteRange, Storage } from '../../lib/files/storage.js';
 import { createErrorMiddleware } from '../../lib/http/error-middleware.js';
 import { formatContentDisposition, sendStoredFile, STORED_FILE_CSP } from '../../lib/http/send-stored-file.js';
-import type { Logger } from '../../lib/http/logger.js';
+import type { Logger } from '../../lib/logger.js';
 
 const CACHE_CONTROL = 'public, max-age=604800';
 /** 1000 bytes covering every byte value, so an off-by-one in a range shows in the content. */

@@ -1,5 +1,5 @@
 import { STORAGE_KINDS, type StorageKind } from '../../lib/schema/storage-kinds.js';
-import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../../lib/query/sql-fragment.js';
+import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../../lib/sql-fragment.js';
 import type { Knex } from 'knex';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 

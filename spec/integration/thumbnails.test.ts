@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { intToRGBA } from 'jimp';
 import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import { buildFileKey } from '../../lib/files/file-names.js';
-import type { Logger } from '../../lib/http/logger.js';
+import type { Logger } from '../../lib/logger.js';
 import {
   readImageDimensions,
   renderThumbnail,

@@ -1,6 +1,4 @@
-import { buildOpenApiDocument } from '../../lib/openapi/build-openapi-document.js';
 import { resolveOptions } from '../../lib/options.js';
-import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const base = { collections: [{ name: 'notes', fields: [] }] };
@@ -70,13 +68,5 @@ describe('every option has its check', () => {
     expect(resolved.storage).toMatchObject({ root: '/srv/rb/storage' });
     expect(resolved.uploadTempDir).toBe('/srv/rb/uploads-tmp');
     expect(resolved.batch).toEqual({ maxRequests: 50, timeoutMs: 3000, maxBodySize: 2048 });
-  });
-});
-
-describe('the OpenAPI document', () => {
-  test("built without a router's options, it is a default router's document (the types' schema version is its info.version)", () => {
-    const registry = buildSchemaRegistry(base.collections);
-    const { limits, multipartUpdate } = resolveOptions(base, {});
-    expect(buildOpenApiDocument(registry)).toEqual(buildOpenApiDocument(registry, { limits, multipartUpdate }));
   });
 });

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as sharedNames from '../../../lib/db/shared-names.js';
-import { quoteIdent } from '../../../lib/query/sql-fragment.js';
+import { quoteIdent } from '../../../lib/sql-fragment.js';
 
 const LIB = fileURLToPath(new URL('../../../lib/', import.meta.url));
 /** Postgres cuts identifiers (and channel names) at 63 bytes: two longer names could end up one. */
@@ -17,6 +17,7 @@ const KINDS = {
   triggers: /_TRIGGER$/,
   channels: /_CHANNEL(_PREFIX)?$/,
   applicationNames: /_APPLICATION_NAME$/,
+  settings: /_SETTING$/,
 } as const;
 type Kind = keyof typeof KINDS;
 
@@ -56,6 +57,12 @@ describe('shared names (every name instances on one database share)', () => {
       expect(() => quoteIdent(name)).not.toThrow();
       expect(Buffer.byteLength(name)).toBeLessThanOrEqual(MAX_IDENTIFIER_BYTES);
     }
+  });
+
+  test('keys of the settings table are distinct, the file-token secret among them', () => {
+    const keys = namesOf('settings').map(([, value]) => value);
+    expect(keys).toContain('file_token_secret');
+    expectDistinct(keys);
   });
 
   test('capture triggers are distinct', () => {
@@ -111,8 +118,10 @@ describe('shared names are declared once, and db/ owns the SQL', () => {
     expect(takers).toEqual([]);
   });
 
-  test('realtime runs no SQL of its own (its statements are in db/), and db/ imports nothing from realtime/', () => {
-    const realtimeSql = library.filter(({ file, code }) => file.startsWith('realtime/') && /\.(raw|query|transaction)\(/.test(code)).map(({ file }) => file);
+  test('realtime runs no SQL of its own, nor holds SQL text (its statements are in db/), and db/ imports nothing from realtime/', () => {
+    const realtimeSql = library
+      .filter(({ file, code }) => file.startsWith('realtime/') && (/\.(raw|query|transaction)\(/.test(code) || /['"`]\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\s/.test(code)))
+      .map(({ file }) => file);
     expect(realtimeSql).toEqual([]);
     const upward = library.filter(({ file, code }) => file.startsWith('db/') && /from '\.\.\/realtime\//.test(code)).map(({ file }) => file);
     expect(upward).toEqual([]);

@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { buildOpenApiDocument, renderOpenApiDocument, type OpenApiDocument } from '../../../lib/openapi/build-openapi-document.js';
+import { buildOpenApiDocument, renderOpenApiDocument, type OpenApiDocument, type OpenApiOptions } from '../../../lib/openapi/build-openapi-document.js';
+import { resolveOptions } from '../../../lib/options.js';
 import { toBaseTypeName, toTypeName } from '../../../lib/openapi/type-names.js';
 import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 import type { CollectionDefinition } from '../../../lib/index.js';
@@ -8,7 +9,9 @@ import { galleryCollections } from '../../../examples/gallery/collections.js';
 import { blogCollections, trickyCollections } from '../../support/demo-collections.js';
 import { compileComponentSchemas, expectMatchesSchema, expectValidOpenApi } from '../../support/openapi-schemas.js';
 
-const build = (defs: CollectionDefinition[], options = {}) => buildOpenApiDocument(buildSchemaRegistry(defs), options);
+const { limits, multipartUpdate } = resolveOptions({ collections: [] }, {});
+/** The document a default router serves, with `options` over it. */
+const build = (defs: CollectionDefinition[], options: Partial<OpenApiOptions> = {}) => buildOpenApiDocument(buildSchemaRegistry(defs), { limits, multipartUpdate, ...options });
 const schemasOf = (doc: OpenApiDocument) => (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
 const propertiesOf = (doc: OpenApiDocument, name: string) => schemasOf(doc)[name].properties as Record<string, Record<string, unknown>>;
 

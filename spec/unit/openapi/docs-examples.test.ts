@@ -12,13 +12,14 @@ const read = (name: string) => readFileSync(new URL(`../../../docs/examples/${na
 describe('the example outputs in docs/examples', () => {
   const registry = buildSchemaRegistry(demoCollections);
 
+  const { limits, multipartUpdate } = resolveOptions({ collections: demoCollections }, {});
+
   test('demo-openapi.json is `recordbase openapi --server http://127.0.0.1:8090/backend` for the demo', () => {
-    const { limits, multipartUpdate } = resolveOptions({ collections: demoCollections }, {});
     const document = buildOpenApiDocument(registry, { serverUrl: 'http://127.0.0.1:8090/backend', limits, multipartUpdate });
     expect(read('demo-openapi.json')).toBe(renderOpenApiDocument(document));
   });
 
   test('demo-types.ts is `recordbase types` for the demo', () => {
-    expect(read('demo-types.ts')).toBe(renderTypeScriptTypes(registry));
+    expect(read('demo-types.ts')).toBe(renderTypeScriptTypes(registry, { limits, multipartUpdate }));
   });
 });

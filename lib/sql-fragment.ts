@@ -1,8 +1,9 @@
 /**
- * The one way the query layer builds SQL: text that only ever holds identifiers and fixed
- * keywords, plus an ordered list of bindings. Keeping text and values in one object means the
- * `?` placeholders and their bindings can never drift apart, whatever order fragments are
- * composed in.
+ * The one way recordbase builds SQL (the filter compiler, the store, the planner, realtime's
+ * statements): text that only ever holds identifiers and fixed keywords, plus an ordered list of
+ * bindings. Keeping text and values in one object means the `?` placeholders and their bindings
+ * can never drift apart, whatever order fragments are composed in. It sits on the lowest floor
+ * because every floor above writes SQL.
  */
 
 /** A piece of SQL for knex.raw/whereRaw: `?` per binding, values only in `bindings`. */

@@ -1,0 +1,85 @@
+import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import { ClientGone } from '../db/database-context.js';
+import { clientKeyOfAddress } from '../db/fair-gate.js';
+import type { Logger } from '../logger.js';
+import type { Limits } from '../options.js';
+import { isApiPath, unservedPathError } from './api-fallback-routes.js';
+import { setRequestDatabaseContext } from './request-database-context.js';
+import { runHandlers, type RouteTable } from './route-table.js';
+
+/** How the router answers a request once it is ready (Express's handler shape, without a result). */
+export type Dispatch = (req: Request, res: Response, next: NextFunction) => void;
+
+/** What dispatch needs: the route table, the statement bounds, the one error middleware and where to warn. */
+export interface DispatchOptions {
+  routes: RouteTable;
+  limits: Pick<Limits, 'statementTimeoutMs' | 'acquireTimeoutMs'>;
+  errorMiddleware: ErrorRequestHandler;
+  logger: Logger;
+}
+
+/**
+ * Builds the router's dispatch: the route the table finds gets a database context
+ * (lib/db/database-context.ts, request-database-context.ts), which its handlers pass to the
+ * record service, so its statements are bounded by the limits and cancelled once the client has
+ * gone (the response closed before it was finished), and take turns with other clients' (the
+ * client is the request's address, `req.ip`, which honours the host's `trust proxy`). A path
+ * under `/api/` that no route serves is the JSON 404 (OPTIONS: the methods served there); any
+ * other path goes on to the host's next handler, whose own statements recordbase leaves alone.
+ */
+export function createDispatch(options: DispatchOptions): Dispatch {
+  const { routes, limits, errorMiddleware } = options;
+  const noticeProxy = createProxyNotice(options.logger);
+  return (req, res, next) => {
+    const path = req.path;
+    let match;
+    try {
+      match = routes.find(req.method, path);
+    } catch (err) {
+      // A path parameter with a malformed %-escape: the client's 400.
+      errorMiddleware(err, req, res, next);
+      return;
+    }
+    if (!match) {
+      if (!isApiPath(path)) {
+        next();
+        return;
+      }
+      const methods = req.method === 'OPTIONS' ? routes.methodsAt(path) : [];
+      if (methods.length > 0) {
+        res.setHeader('Allow', methods.join(', '));
+        res.send(methods.join(', '));
+        return;
+      }
+      errorMiddleware(unservedPathError(path), req, res, next);
+      return;
+    }
+    req.params = match.params;
+    const gone = new ClientGone();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    noticeProxy(req);
+    setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip) });
+    const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
+    runHandlers(match.route.handlers, req, res, done);
+  };
+}
+
+/**
+ * Warns once when requests come through a proxy (they carry `X-Forwarded-For`) that Express does
+ * not trust: `req.ip` is then the proxy's address for every client, and the per-client shares
+ * of the database (and other per-address limits) are one share for everyone.
+ */
+function createProxyNotice(logger: Logger): (req: Request) => void {
+  let warned = false;
+  return (req) => {
+    if (warned || req.headers['x-forwarded-for'] === undefined) return;
+    const trusts = req.app.get('trust proxy fn') as ((address: string | undefined, hop: number) => boolean) | undefined;
+    if (trusts?.(req.socket.remoteAddress, 0)) return;
+    warned = true;
+    logger.warn(
+      `requests arrive through a proxy (X-Forwarded-For) that Express does not trust, so every client has the proxy's address ${req.socket.remoteAddress ?? ''} and shares one client's part of the database; set app.set('trust proxy', ...) on the host app (docs/limits.md, "A fair share per client")`,
+    );
+  };
+}

@@ -1,0 +1,168 @@
+import { RecordbaseError, ValidationError, type FieldError } from '../errors.js';
+import type { RecordStore, RecordValues, RelationRequirement } from '../db/record-store.js';
+import { uniqueViolationConstraint } from '../db/translate-database-error.js';
+import { StatementInterruptedError } from '../db/bound-statements.js';
+import { listFileNames, type RecordFiles } from '../files/record-files.js';
+import type { StagedUpload } from '../files/stage-uploads.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { generateRecordId, isRecordId } from '../schema/record-id.js';
+import type { CompiledCollections } from './compile-collections.js';
+import { readStoredValue, type NormalizedWrite } from './normalize-write.js';
+import { listRelationIds } from './relation-ids.js';
+import type { WriteUnit } from './write-unit.js';
+
+/** A write about to be stored: its id, its validated values, and the normalised write they came from. */
+export interface StoredWrite {
+  readonly id: string;
+  readonly values: RecordValues;
+  readonly write: NormalizedWrite;
+}
+
+/**
+ * The steps of a create or update that do not depend on who writes: the id, validation, the
+ * relation check, unique violations and the files written for it. The record service
+ * (record-service.ts) runs them in its order, around the rules and hooks that do depend on the
+ * caller.
+ */
+export class RecordWriter {
+  private readonly registry: SchemaRegistry;
+
+  constructor(
+    private readonly compiled: CompiledCollections,
+    private readonly files: RecordFiles,
+  ) {
+    this.registry = compiled.registry;
+  }
+
+  /**
+   * The autocommit insert of a create that needs no transaction: one statement, the relation
+   * check folded into it (`INSERT … SELECT … WHERE EXISTS`). Only when it inserted nothing does a
+   * second query find which relation is missing, for the same 422 as checkRelations gives; if
+   * none is (the target appeared meanwhile), the insert is tried once more.
+   */
+  async insertAutocommit(store: RecordStore, collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
+    const id = this.chooseId(write.data);
+    const values = this.validate(collection, write);
+    const written = await this.files.write(collection, id, keptUploads(collection, { id, values, write }));
+    try {
+      return await this.rejectDuplicates(collection, async () => {
+        const row = { ...values, id };
+        const requirements = this.relationRequirements(collection, values);
+        const inserted = await store.insertIfRelated(collection, row, requirements);
+        if (inserted) return inserted;
+        await this.checkRelations(store, { collection, values });
+        const retried = await store.insertIfRelated(collection, row, requirements);
+        if (retried) return retried;
+        throw missingRelations(requirements.map((r) => r.field.name));
+      });
+    } catch (err) {
+      // A refused insert wrote nothing, nor did one never sent (its client left while the files
+      // were written); a lost connection leaves the outcome unknown (the row may exist).
+      if ((err instanceof RecordbaseError && err.status < 500) || (err instanceof StatementInterruptedError && !err.sent)) await this.files.discard(written);
+      else if (written.length > 0) this.files.keepUnknown(written);
+      throw err;
+    }
+  }
+
+  /** Writes a write's new files and ties their fate to the unit: removed if it rolls back. */
+  async writeFiles(unit: WriteUnit, collection: CollectionSchema, stored: StoredWrite): Promise<void> {
+    const written = await this.files.write(collection, stored.id, keptUploads(collection, stored));
+    if (written.length === 0) return;
+    unit.onRollback(
+      () => this.files.discard(written),
+      () => this.files.keepUnknown(written),
+    );
+  }
+
+  /** The full values a create would store, before validation: the create rule reads them on a row built from them. */
+  previewValues(collection: CollectionSchema, write: NormalizedWrite): RecordValues {
+    const values: RecordValues = { id: this.chooseId(write.data) };
+    for (const field of collection.fields) {
+      if (field.system) continue;
+      values[field.name] = Object.prototype.hasOwnProperty.call(write.data, field.name) ? write.data[field.name] : readStoredValue(field, undefined);
+    }
+    return values;
+  }
+
+  /** A write whose values could not even be read is refused before hooks see it. */
+  throwIfInvalid(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): void {
+    if (Object.keys(write.errors).length > 0) this.validate(collection, write, existing);
+  }
+
+  /**
+   * The full values to store: the normalised write over the existing record, checked. Failures
+   * of reading (coercion, uploads) are reported in the same 422 as the constraints.
+   */
+  validate(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): RecordValues {
+    return this.compiled.validator(collection).validate({
+      data: write.data,
+      existing,
+      errors: write.errors,
+      uploadedNames: new Set(write.operations.uploads.map((upload) => upload.name)),
+    });
+  }
+
+  /** The id a create asked for (`data.id`), checked, or a new one. */
+  chooseId(data: Record<string, unknown>): string {
+    const requested = Object.prototype.hasOwnProperty.call(data, 'id') ? data.id : undefined;
+    if (requested === undefined || requested === null || requested === '') return generateRecordId();
+    if (!isRecordId(requested)) {
+      throw new ValidationError({ id: { code: 'validation_invalid_format', message: 'Must be 15 characters of a-z and 0-9.' } });
+    }
+    return requested;
+  }
+
+  /** Every relation id that is new in `values` (not in `existing`) must exist in its target collection. */
+  async checkRelations(store: RecordStore, change: { collection: CollectionSchema; values: RecordValues; existing?: RecordValues }): Promise<void> {
+    const errors: Record<string, true> = {};
+    for (const { field, target, ids } of this.relationRequirements(change.collection, change.values, change.existing)) {
+      const found = await store.selectExistingIds(target, ids);
+      if (found.size < new Set(ids).size) errors[field.name] = true;
+    }
+    if (Object.keys(errors).length > 0) throw missingRelations(Object.keys(errors));
+  }
+
+  /** Runs a write, turning a unique index violation into a 422 on the index's field. */
+  async rejectDuplicates(collection: CollectionSchema, write: () => Promise<RecordValues>): Promise<RecordValues> {
+    try {
+      return await write();
+    } catch (err) {
+      throw uniqueViolation(collection, err) ?? err;
+    }
+  }
+
+  /** The relation ids that are new in `values` (not in `existing`), per relation field: each must exist in its target collection. */
+  private relationRequirements(collection: CollectionSchema, values: RecordValues, existing?: RecordValues): (RelationRequirement & { field: FieldSchema })[] {
+    const requirements: (RelationRequirement & { field: FieldSchema })[] = [];
+    for (const field of collection.fields) {
+      if (field.relationTo === undefined || !(field.name in values)) continue;
+      const before = new Set(listRelationIds(existing?.[field.name]));
+      const wanted = listRelationIds(values[field.name]).filter((id) => !before.has(id));
+      if (wanted.length === 0) continue;
+      requirements.push({ field, target: this.registry.get(field.relationTo)!, ids: wanted, multiple: field.multiple || wanted.length > 1 });
+    }
+    return requirements;
+  }
+}
+
+/** A unique index violation as a 422 on the index's first field (the primary key: `id`). */
+function uniqueViolation(collection: CollectionSchema, err: unknown): ValidationError | undefined {
+  const constraint = uniqueViolationConstraint(err);
+  if (constraint === undefined) return undefined;
+  const index = collection.indexes.find((i) => i.name === constraint);
+  const field = index ? (collection.fields.find((f) => f.column === index.columns[0].column)?.name ?? 'id') : 'id';
+  return new ValidationError({ [field]: { code: 'validation_not_unique', message: 'Value must be unique.' } });
+}
+
+/** The uploads the validated values still hold (a `docs-` in the same request may drop one). */
+function keptUploads(collection: CollectionSchema, stored: StoredWrite): StagedUpload[] {
+  const kept = new Set(listFileNames(collection, stored.values));
+  return stored.write.operations.uploads.filter((upload) => kept.has(upload.name));
+}
+
+/** The 422 of relation ids that do not exist, on each of `fields`. */
+function missingRelations(fields: readonly string[]): ValidationError {
+  const errors: Record<string, FieldError> = {};
+  for (const name of fields) errors[name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' };
+  return new ValidationError(errors);
+}

@@ -1,0 +1,15 @@
+import { checkDatabaseAnswers } from '../../lib/db/check-database-answers.js';
+import { openTestDatabase, testEngines } from '../support/test-database.js';
+
+/** What realtime asks when a shared check fails: is it the database, or only that statement? */
+describe.each(testEngines())('checkDatabaseAnswers on %s', (engine) => {
+  test('resolves while the database answers, and rejects once it cannot be reached', async () => {
+    const database = await openTestDatabase(engine);
+    try {
+      await expect(checkDatabaseAnswers(database.db, { statementTimeoutMs: 5_000, acquireTimeoutMs: 5_000 })).resolves.toBeUndefined();
+    } finally {
+      await database.destroy();
+    }
+    await expect(checkDatabaseAnswers(database.db, { statementTimeoutMs: 5_000, acquireTimeoutMs: 5_000 })).rejects.toThrow();
+  });
+});
