@@ -21,13 +21,16 @@ function describeUnserved(path: string): string {
   return 'The requested endpoint does not exist.';
 }
 
-/** `GET /api/health`. */
+/**
+ * `GET /api/health`: PocketBase's answer, `code` as the SDK's `HealthCheckResponse` reads it, and
+ * `status` as every other body of this API carries it.
+ */
 export const HEALTH_ROUTE: Route = {
   method: 'GET',
   path: '/api/health',
   handlers: [
     (_req, res) => {
-      res.json({ status: 200, message: 'API is healthy.', data: {} });
+      res.json({ code: 200, status: 200, message: 'API is healthy.', data: {} });
     },
   ],
 };

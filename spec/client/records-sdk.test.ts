@@ -96,6 +96,11 @@ describe.each(testEngines())('the pocketbase SDK against %s', (engine) => {
     return urls;
   }
 
+  test("pb.health.check() reads the SDK's HealthCheckResponse", async () => {
+    const health = await guest.health.check();
+    expect(health).toEqual(expect.objectContaining({ code: 200, message: 'API is healthy.', data: {} }));
+  });
+
   describe('getList', () => {
     test('pb.filter with JSON-quoted text and a number; the page matches exactly', async () => {
       const filter = guest.filter('title ~ {:q} && views > {:n}', { q: `it's "quoted"`, n: 3 });

@@ -30,10 +30,10 @@ describe.each(testEngines())('the API surface on %s', (engine) => {
 
   const count = async () => Number((await app.database.db('posts').count({ n: '*' }))[0]!.n);
 
-  test('GET /api/health is 200 with the error-body shape', async () => {
+  test("GET /api/health is 200 with PocketBase's `code` and this API's `status`", async () => {
     const res = await app.http.get('/backend/api/health');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 200, message: 'API is healthy.', data: {} });
+    expect(res.body).toEqual({ code: 200, status: 200, message: 'API is healthy.', data: {} });
   });
 
   test.each([
