@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   expand_too_large: { status: 400, message: 'The expansion would add too many bytes to the response.' },
   filter_required: { status: 400, message: 'A bulk delete needs a non-empty "filter" parameter.' },
   relation_required: { status: 400, message: 'The record cannot be deleted: other records require it.' },
+  view_collection_read_only: { status: 400, message: 'View collections are read-only.' },
   invalid_thumb: { status: 400, message: 'Invalid thumb.' },
   thumb_not_allowed: { status: 400, message: 'This thumb size is not allowed for this file.' },
   invalid_thumb_quality: { status: 400, message: 'Invalid quality: expected a whole number from 0 to 100.' },
@@ -96,6 +97,14 @@ export const FIELD_ERROR_CODES = [
   'validation_too_many_files',
   'validation_file_size_limit',
   'validation_invalid_mime_type',
+  'validation_invalid_latitude',
+  'validation_invalid_longitude',
+  'validation_content_size_limit',
+  'validation_min_greater_equal_than_required',
+  'validation_max_less_equal_than_required',
+  'validation_email_domain_not_allowed',
+  'validation_url_domain_not_allowed',
+  'validation_not_enough_values',
 ] as const;
 
 /** A code of FIELD_ERROR_CODES. */

@@ -44,6 +44,8 @@ export type {
 export type { Logger } from './logger.js';
 export type {
   CollectionDefinition,
+  BaseCollectionDefinition,
+  ViewCollectionDefinition,
   CollectionRules,
   FieldDefinition,
   FieldType,
@@ -59,6 +61,9 @@ export type {
   JsonFieldDefinition,
   RelationFieldDefinition,
   FileFieldDefinition,
+  EditorFieldDefinition,
+  AutodateFieldDefinition,
+  GeoPointFieldDefinition,
 } from './schema/definitions.js';
 export {
   RecordbaseError,

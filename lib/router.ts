@@ -29,7 +29,7 @@ import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js
 import type { Logger } from './logger.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
-import { compileCollections, type CompiledCollections } from './records/compile-collections.js';
+import { compileCollections, completeCollections, type CompiledCollections } from './records/compile-collections.js';
 import { createRecordsApi, type RecordsApiDeps } from './records/create-records-api.js';
 import { RecordPresenter } from './records/present-records.js';
 import { HookRunner } from './records/record-hooks.js';
@@ -128,17 +128,20 @@ interface Runtime {
 
 /**
  * Opens the runtime, in order: the database (the host's, checked, or the embedded one), its
- * statement bounds, the schema sync (realtime's objects with it), the file-token secret, stale
- * upload spools removed, then the store and the services over it, realtime and the file sweep.
+ * statement bounds, the schema sync (realtime's objects with it), which also gives the view
+ * collections their fields (the collections are then complete, and their rules compiled against
+ * them), the file-token secret, stale upload spools removed, then the store and the services over
+ * it, realtime and the file sweep.
  */
 async function openRuntime(options: { resolved: ResolvedOptions; compiled: CompiledCollections; owned: OwnedResources; apiFor: RecordServiceOptions['apiFor'] }): Promise<Runtime> {
-  const { resolved, compiled, owned } = options;
+  const { resolved, owned } = options;
   const { logger, limits, storage } = resolved;
-  const registry = compiled.registry;
   if (resolved.database) checkDatabaseConnection(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
   installStatementBounds(database, { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient });
-  await syncDatabaseSchema(database, registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
+  const synced = await syncDatabaseSchema(database, options.compiled.registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
+  const compiled = completeCollections(options.compiled, synced.views);
+  const registry = compiled.registry;
   const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir });
   await removeStaleSpools(resolved.uploadTempDir);
   const store = new RecordStore(database);

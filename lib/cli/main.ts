@@ -9,12 +9,13 @@ import { createAppServer } from '../http/create-app-server.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
 import type { ResolvedOptions } from '../options.js';
 import { realtimeSchema } from '../db/realtime-schema.js';
-import { planDatabaseSync, planSchemaSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
+import { planDatabaseSync, planSchemaSync, previewViewCollections, syncDatabaseSchema } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
 import { emptyDatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
-import { loadCheckedConfig, loadConfig } from './load-config.js';
+import { completeCollections, type CompiledCollections } from '../records/compile-collections.js';
+import { loadCheckedConfig, loadConfig, type CheckedConfig } from './load-config.js';
 
 const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
 is the options object of createRecordsRouter (see docs/configuration.md).`;
@@ -126,11 +127,28 @@ async function migrate(args: string[]): Promise<void> {
   if (!dryRun && plan.statements.length > 0) console.log(`-- applied ${plan.statements.length} statement(s)`);
 }
 
+/**
+ * The config's collections with their view collections' fields, which only the database knows
+ * (its answer on the query's columns): read from the configured database without changing it.
+ * Without view collections, the database is not opened.
+ */
+async function withViewFields(config: CheckedConfig): Promise<CompiledCollections> {
+  if (!config.compiled.viewsPending) return config.compiled;
+  const db = openConfiguredDatabase(config.options);
+  try {
+    return completeCollections(config.compiled, await previewViewCollections(db, config.compiled.registry.collections));
+  } finally {
+    if (db !== config.options.database) await db.destroy();
+  }
+}
+
 /** `recordbase openapi`: the OpenAPI document of the config's collections, on stdout. */
 async function openapi(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' }, server: { type: 'string', default: '/' } });
-  const { options, compiled } = await loadCheckedConfig(values.config);
+  const config = await loadCheckedConfig(values.config);
+  const { options } = config;
   try {
+    const compiled = await withViewFields(config);
     const document = buildOpenApiDocument(compiled.registry, { serverUrl: values.server, limits: options.limits, multipartUpdate: options.multipartUpdate });
     process.stdout.write(renderOpenApiDocument(document));
   } finally {
@@ -141,8 +159,10 @@ async function openapi(args: string[]): Promise<void> {
 /** `recordbase types`: TypeScript declarations of the config's collections, on stdout. */
 async function types(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { config: { type: 'string' } });
-  const { options, compiled } = await loadCheckedConfig(values.config);
+  const config = await loadCheckedConfig(values.config);
+  const { options } = config;
   try {
+    const compiled = await withViewFields(config);
     process.stdout.write(renderTypeScriptTypes(compiled.registry, { limits: options.limits, multipartUpdate: options.multipartUpdate }));
   } finally {
     await releaseConfiguredDatabase(options);
@@ -287,7 +307,8 @@ what it scanned, removed and skipped. Exit code 1 if a removal failed.
     usage: 'recordbase openapi [--config file] [--server url]',
     summary: 'print the OpenAPI 3.1 document of the collections',
     help: `Prints the OpenAPI 3.1 document (JSON) of every records and files path of the config's
-collections, hidden fields left out. Same config, same bytes. See docs/openapi.md.
+collections, hidden fields left out. Same config, same bytes. With view collections declared,
+their fields come from the config's database, read without changing it. See docs/openapi.md.
 
   --config file   the config module (default ./recordbase.config.js)
   --server url    servers[0].url: where the router is mounted, e.g. https://example.com/backend
@@ -299,7 +320,8 @@ collections, hidden fields left out. Same config, same bytes. See docs/openapi.m
     summary: 'print TypeScript declarations of the collections for the pocketbase SDK',
     help: `Prints TypeScript declarations of the config's collections: a record interface per collection
 (expand typed through relations), create and update bodies, and TypedPocketBase for the pocketbase
-SDK. Same config, same bytes. See docs/openapi.md.
+SDK. Same config, same bytes. With view collections declared, their fields come from the config's
+database, read without changing it. See docs/openapi.md.
 
   recordbase types > src/pocketbase-types.ts
 

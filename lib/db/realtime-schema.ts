@@ -111,10 +111,12 @@ $fn$`,
  * Installs the capture triggers on each collection table where they are missing (a trigger in
  * place is left alone: CREATE TRIGGER locks the table against writes, and waits for every
  * transaction that wrote to it). Never removes them: an instance with realtime off leaves them to
- * the others (the function itself writes nothing while no realtime instance is live).
+ * the others (the function itself writes nothing while no realtime instance is live). A view
+ * collection has no table and no events (as in PocketBase): its records change only when the
+ * tables it reads do, and no write is ever made to it.
  */
 export function captureTriggerStatements(collections: readonly CollectionSchema[]): string[] {
-  return collections.flatMap((c) =>
+  return collections.filter((c) => c.type !== 'view').flatMap((c) =>
     TRIGGERS.map(
       (t) => `DO $do$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = format('%I.%I', current_schema(), ${literal(c.table)})::regclass AND tgname = ${literal(t.name)}) THEN

@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { syncViews } from './sync-views.js';
 import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
 
 /**
@@ -26,8 +27,10 @@ export async function readDatabaseState(db: Knex | Knex.Transaction, tables: rea
     .from('information_schema.columns')
     .whereRaw('table_schema = current_schema()')
     .whereIn('table_name', [...tables, META_TABLE, SETTINGS_TABLE]);
-  const state: DatabaseState = { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
+  const views: { table_name: string }[] = await db.select('table_name').from('information_schema.views').whereRaw('table_schema = current_schema()').whereIn('table_name', [...tables]);
+  const state: DatabaseState = { tables: new Map(), views: new Set(views.map((row) => row.table_name)), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
   for (const row of columns) {
+    if (state.views!.has(row.table_name)) continue;
     if (row.table_name === META_TABLE) {
       state.metaTableExists = true;
       continue;
@@ -76,18 +79,25 @@ export async function planDatabaseSync(db: Knex, collections: readonly Collectio
   return planSchemaSync(collections, await readDatabaseState(db, collections.map((c) => c.table)));
 }
 
+/** What a sync did: the plan it applied (the views' DDL included), and the view collections completed with their fields. */
+export interface SchemaSync extends MigrationPlan {
+  /** Each view collection by name, with the fields its query's columns make (lib/schema/view-schema.ts). */
+  readonly views: ReadonlyMap<string, CollectionSchema>;
+}
+
 /**
- * Brings the database up to date with the declared collections and then `additions`, in one
- * transaction under an advisory lock so that several instances starting together apply the plan
- * once. Throws the planner's SchemaError on an unsafe change, leaving the database untouched.
+ * Brings the database up to date with the declared collections (tables, then the view
+ * collections' views, which may read them) and then `additions`, in one transaction under an
+ * advisory lock so that several instances starting together apply the plan once. Throws the
+ * planner's SchemaError on an unsafe change, leaving the database untouched.
  */
 export async function syncDatabaseSchema(
   db: Knex,
   collections: readonly CollectionSchema[],
   options: { additions?: readonly SchemaAddition[]; logger?: Pick<Logger, 'info'> } = {},
-): Promise<MigrationPlan> {
+): Promise<SchemaSync> {
   const additions = options.additions ?? [];
-  const plan = await db.transaction(async (trx) => {
+  const plan = await db.transaction(async (trx): Promise<SchemaSync> => {
     await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
     const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
     for (const statement of plan.statements) await trx.raw(statement);
@@ -98,9 +108,35 @@ export async function syncDatabaseSchema(
         .onConflict('name')
         .merge();
     }
+    const views = await syncViews(trx, collections);
     for (const addition of additions) for (const statement of await addition.statements(trx, collections)) await trx.raw(statement);
-    return plan;
+    return { statements: [...plan.statements, ...views.statements], applied: plan.applied, views: views.views };
   });
   for (const addition of additions) if (addition.notice !== undefined) options.logger?.info(addition.notice);
   return plan;
+}
+
+/** Thrown inside previewViewCollections' transaction so that it rolls back. */
+const ROLLBACK = Symbol('rollback');
+
+/**
+ * The view collections with the fields a sync would give them, changing nothing: the sync's
+ * tables and views are made inside a transaction that is then rolled back, so this answers on an
+ * empty database too (`recordbase openapi` and `types` with view collections declared).
+ */
+export async function previewViewCollections(db: Knex, collections: readonly CollectionSchema[]): Promise<ReadonlyMap<string, CollectionSchema>> {
+  if (!collections.some((c) => c.type === 'view')) return new Map();
+  let views: ReadonlyMap<string, CollectionSchema> = new Map();
+  try {
+    await db.transaction(async (trx) => {
+      await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+      const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
+      for (const statement of plan.statements) await trx.raw(statement);
+      views = (await syncViews(trx, collections)).views;
+      throw ROLLBACK;
+    });
+  } catch (err) {
+    if (err !== ROLLBACK) throw err;
+  }
+  return views;
 }

@@ -49,6 +49,7 @@ export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
         presenter: options.presenter,
         requests,
         identity: caller.request.auth,
+        headers: caller.request.headers,
         timeoutMs: limits.timeoutMs,
         maxBodySize: limits.maxBodySize,
         logger: options.logger,

@@ -4,6 +4,7 @@ import { extractToken, type TokenSources } from '../auth/extract-token.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Caller } from '../records/caller.js';
 import type { Logger } from '../logger.js';
+import { readRuleHeaders } from '../query/request-headers.js';
 import { readQueryParam } from './parse-list-query.js';
 
 /** Repeated query parameters keep their first value; nested ones are dropped (rules read strings). */
@@ -29,7 +30,16 @@ function checkIdentity(value: unknown): Identity | null {
 
 /** What the rules may read of a request, for an identity already known (`null`: a guest). */
 export function describeRequest(req: Request, auth: Identity | null): Caller {
-  return { request: { auth, query: flattenQuery(req.query), body: {}, method: req.method.toUpperCase() } };
+  return {
+    request: {
+      auth,
+      query: flattenQuery(req.query),
+      headers: readRuleHeaders(req.headersDistinct),
+      body: {},
+      method: req.method.toUpperCase(),
+      context: 'default',
+    },
+  };
 }
 
 /** Most distinct auth() failures reported; beyond it a broken auth() has made its point. */

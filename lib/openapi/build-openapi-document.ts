@@ -125,7 +125,7 @@ function buildInputSchema(options: {
     const schema = options.pick(schemas);
     if (schema === undefined) continue;
     properties.push([field.name, schema]);
-    if (options.requireRequired && field.required) required.push(field.name);
+    if (options.requireRequired && field.required && schemas.filledOnCreate !== true) required.push(field.name);
   }
   if (options.modifiers) {
     for (const [, schemas] of options.fields) {
@@ -196,6 +196,8 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
         },
       },
     ]);
+    // A view collection is read-only: it has no write bodies.
+    if (collection.type === 'view') continue;
     schemas.push([
       toTypeName(name, 'create'),
       buildInputSchema({ fields, pick: (s) => s.create, requireRequired: true, withId: true, form: false, description: `A new ${name} record as JSON.${hasFiles ? ' Files need multipart.' : ''}` }),
@@ -336,8 +338,14 @@ function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSc
       },
     ],
   ];
+  if (collection.type === 'view') for (const [, item] of paths) onlyReads(item as Record<string, unknown>);
   if (hasFiles) paths.push([`/api/files/${name}/{recordId}/{filename}`, buildDownloadPath(collection, type)]);
   return paths;
+}
+
+/** A view collection's path item: its reads only (its writes answer 400, docs/collections.md). */
+function onlyReads(item: Record<string, unknown>): void {
+  for (const method of ['post', 'patch', 'delete']) delete item[method];
 }
 
 function buildDownloadPath(collection: CollectionSchema, type: string): Record<string, unknown> {

@@ -59,9 +59,18 @@ function renderTypeName(type: string, schema: JsonSchema): string {
       return 'null';
     case 'array':
       return `Array<${renderType((schema.items as JsonSchema | undefined) ?? {})}>`;
+    case 'object':
+      return schema.properties === undefined ? 'Record<string, unknown>' : renderObjectType(schema);
     default:
       return 'Record<string, unknown>';
   }
+}
+
+/** An inline object type from an object schema with properties (a geoPoint's `{ lon: number; lat: number }`). */
+function renderObjectType(schema: JsonSchema): string {
+  const required = new Set((schema.required as string[] | undefined) ?? []);
+  const properties = Object.entries(schema.properties as Record<string, JsonSchema>);
+  return `{ ${properties.map(([key, property]) => `${renderKey(key)}${required.has(key) ? '' : '?'}: ${renderType(property)}`).join('; ')} }`;
 }
 
 /** An interface from an object schema: each property with its comment, optional unless required. */
@@ -89,6 +98,12 @@ function renderCollection(schemas: Record<string, JsonSchema>, name: string): st
   if (expand) out.push(renderInterface({ name: expandName, schema: expand, comment: `What \`expand\` may add to a ${name} record.` }));
   const create = schemas[toTypeName(name, 'createForm')] ?? schemas[toTypeName(name, 'create')];
   const update = schemas[toTypeName(name, 'updateForm')] ?? schemas[toTypeName(name, 'update')];
+  if (create === undefined || update === undefined) {
+    // A view collection: read-only, so the SDK's create and update refuse any body at compile time.
+    out.push(`/** ${name} is a view collection: read-only, it takes no create body. */\nexport type ${toTypeName(name, 'create')} = never;\n`);
+    out.push(`/** ${name} is a view collection: read-only, it takes no update body. */\nexport type ${toTypeName(name, 'update')} = never;\n`);
+    return out.join('\n');
+  }
   out.push(renderInterface({ name: toTypeName(name, 'create'), schema: create, comment: `The body of pb.collection('${name}').create(...); a Blob makes the SDK send multipart.` }));
   out.push(renderInterface({ name: toTypeName(name, 'update'), schema: update, comment: `The body of pb.collection('${name}').update(id, ...).` }));
   return out.join('\n');

@@ -1,4 +1,4 @@
-import type { FilterNode } from './filter-ast.js';
+import { listOperandNames, type FilterNode } from './filter-ast.js';
 
 /**
  * Where each `@collection` reference's EXISTS goes: the smallest node holding every reference
@@ -27,8 +27,8 @@ function countCollectionRefs(node: FilterNode, counts: Map<string, number>): Map
     for (const item of node.items) countCollectionRefs(item, counts);
     return counts;
   }
-  for (const operand of [node.left, node.right]) {
-    if (operand.type === 'identifier' && operand.segments[0] === '@collection' && operand.segments.length > 1) {
+  for (const operand of [node.left, node.right].flatMap(listOperandNames)) {
+    if (operand.segments[0] === '@collection' && operand.segments.length > 1) {
       const key = operand.segments[1];
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }

@@ -2,10 +2,11 @@
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import type { RequestInfo } from './request-info.js';
-import type { ComparisonNode, FilterNode, FilterOperand, IdentifierOperand } from './filter-ast.js';
+import type { ComparisonNode, FilterNode, FilterOperand, FunctionOperand, IdentifierOperand } from './filter-ast.js';
 import { findCollectionScopes } from './collection-scopes.js';
 import { createFilterError, quoteForMessage } from './filter-error.js';
 import { DeferredValue, mapValue } from './deferred-value.js';
+import { compileFunctionCall, type FunctionArgumentSide } from './filter-functions.js';
 import { computeMacro, isMacroName } from './filter-macros.js';
 import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
@@ -47,6 +48,11 @@ export interface FilterContext {
   readonly deferMacros?: boolean;
   /** Bounds stricter than a list's (a realtime subscription's filter); default: MAX_FILTER_COMPARISONS and MAX_PATH_HOPS. */
   readonly limits?: FilterLimits;
+  /**
+   * The rule guards a create: `@request.body.<field>:changed` then compares the sent value with
+   * the field's empty value (a new record has no stored one); otherwise with the row `alias` names.
+   */
+  readonly creating?: boolean;
 }
 
 /** How complex a filter may be: its cost (see FilterCompiler's `cost`) and the hops of one path. */
@@ -144,7 +150,7 @@ interface ValueSide {
   readonly macro?: string;
 }
 
-/** A SQL expression (a column, a path, a bound array), possibly correlated with sources. */
+/** A SQL expression (a column, a path, a bound array, a function call), possibly correlated with sources. */
 interface ExprSide {
   readonly kind: 'expr';
   readonly sql: SqlFragment;
@@ -154,6 +160,14 @@ interface ExprSide {
   readonly each: boolean;
   readonly pos: number;
   readonly label: string;
+  /** A function call: counts one more towards the filter's cost. */
+  readonly call?: boolean;
+  /** A call reading no record value (`strftime('%Y')`, of `@request` values only); any other expression reads one. */
+  readonly readsRecord?: boolean;
+  /** A call with a guest's `@request.auth.*` among its arguments (see compileComparison). */
+  readonly guestAuth?: boolean;
+  /** Its sources are "any of" whatever the operator (geoDistance, as PocketBase). */
+  readonly anyOfSources?: boolean;
 }
 
 type Side = ValueSide | ExprSide;
@@ -164,8 +178,9 @@ class FilterCompiler {
   private readonly trusted: boolean;
   private readonly mainAlias: string;
   /**
-   * The filter's cost so far: one per comparison, plus one per multi-valued relation hop or
-   * back-relation it goes through, against the same limit as comparisons alone (MAX_FILTER_COMPARISONS).
+   * The filter's cost so far: one per comparison, plus one per function call and per multi-valued
+   * relation hop or back-relation it goes through, against the same limit as comparisons alone
+   * (MAX_FILTER_COMPARISONS).
    */
   private cost = 0;
   private readonly now: Date;
@@ -225,16 +240,16 @@ class FilterCompiler {
     const right = this.resolveOperand(node.right);
     this.charge(node, [left, right]);
     // A guest's identity is empty, and so are many records' owner fields: a guest must never
-    // match `owner = @request.auth.id` (or any comparison of their identity with a record value)
-    // through that coincidence. Comparisons of the identity with values stay as they are, so
-    // `@request.auth.id = ""` is still true for a guest.
-    if ((isGuestAuth(left) && right.kind === 'expr') || (isGuestAuth(right) && left.kind === 'expr')) return rawSql('FALSE');
+    // match `owner = @request.auth.id` (or any comparison of their identity with a record value,
+    // also inside a function call) through that coincidence. Comparisons of the identity with
+    // values stay as they are, so `@request.auth.id = ""` is still true for a guest.
+    if ((isGuestAuth(left) || isGuestAuth(right)) && (readsRecord(left) || readsRecord(right))) return rawSql('FALSE');
     const { operator, anyOf } = node;
     const hopQuantifier: Quantifier = anyOf ? 'exists' : 'forall';
     const quantify = (side: Side): QuantifiedSource[] =>
       side.kind === 'value'
         ? []
-        : side.sources.map((source) => ({ source, quantifier: hopQuantifier }));
+        : side.sources.map((source) => ({ source, quantifier: side.anyOfSources ? 'exists' : hopQuantifier }));
 
     // `f = null` / `f != null`: emptiness of the whole value (an array is not iterated).
     if ((operator === '=' || operator === '!=') && (isNullValue(left) || isNullValue(right)) && (left.kind === 'expr' || right.kind === 'expr')) {
@@ -262,13 +277,13 @@ class FilterCompiler {
 
   /** Adds a comparison's cost (see `cost`) and refuses a filter that goes over the limit. */
   private charge(node: ComparisonNode, sides: readonly Side[]): void {
-    const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length : 0), 0);
+    const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length + (side.call ? 1 : 0) : 0), 0);
     this.cost += 1 + hops;
     const limits = this.ctx.limits;
     const maxCost = limits?.maxCost ?? MAX_FILTER_COMPARISONS;
     if (this.cost > maxCost) {
       throw createFilterError(
-        `too complex${limits ? ` for ${limits.what}` : ''}: each comparison counts 1 and each multi-valued relation or back-relation it goes through 1 more, at most ${maxCost} in all`,
+        `too complex${limits ? ` for ${limits.what}` : ''}: each comparison counts 1, and each function call and each multi-valued relation or back-relation it goes through 1 more, at most ${maxCost} in all`,
         node.pos,
       );
     }
@@ -412,6 +427,7 @@ class FilterCompiler {
     if (operand.type === 'literal') {
       return { kind: 'value', value: operand.value, strict: true, pos: operand.pos, label: literalLabel(operand.value) };
     }
+    if (operand.type === 'function') return this.resolveFunction(operand);
     const head = operand.segments[0];
     if (head === '@request') return this.resolveRequest(operand);
     if (head === '@collection') return this.resolveCollection(operand);
@@ -456,9 +472,41 @@ class FilterCompiler {
         return { ...base, kind: 'expr', sql: sql`jsonb_array_length(${path.value})`, storage: 'number', sources: path.sources };
       case 'isset':
         throw createFilterError(`":isset" is only for @request.* values, not "${operand.name}"`, operand.pos);
+      case 'changed':
+        throw createFilterError(`":changed" is only for @request.body.* fields, not "${operand.name}"`, operand.pos);
       default:
         throw createFilterError(`unknown modifier ":${operand.modifier}"`, operand.pos);
     }
+  }
+
+  /**
+   * A function call (lib/query/filter-functions.ts). Its arguments resolve as comparison sides
+   * do; it reads its arguments' multi-valued sources, at most one of them (two would pair values
+   * of different related records).
+   */
+  private resolveFunction(call: FunctionOperand): ExprSide {
+    const sides = call.args.map((arg) => {
+      if (arg.type === 'identifier' && arg.modifier !== undefined) throw createFilterError(`a function's argument takes no modifier ("${arg.name}:${arg.modifier}")`, arg.pos);
+      return this.resolveOperand(arg);
+    });
+    const args = sides.map((side): FunctionArgumentSide => (side.kind === 'value' ? side : { kind: 'expr', sql: side.sql, storage: side.storage, pos: side.pos, label: side.label }));
+    const fanning = sides.filter((side) => side.kind === 'expr' && side.sources.length > 0);
+    if (fanning.length > 1) throw createFilterError(`${call.name}() may read only one argument through a multi-valued relation or back-relation`, fanning[1]!.pos);
+    const compiled = compileFunctionCall(call, args, { nextAlias: () => this.aliases.next(), now: this.now, deferMacros: this.ctx.deferMacros === true });
+    return {
+      kind: 'expr',
+      sql: compiled.sql,
+      storage: compiled.storage,
+      sources: fanning.flatMap((side) => (side.kind === 'expr' ? side.sources : [])),
+      lower: false,
+      each: false,
+      pos: call.pos,
+      label: `${call.name}(...)`,
+      call: true,
+      readsRecord: sides.some(readsRecord),
+      guestAuth: sides.some(isGuestAuth),
+      anyOfSources: call.name === 'geoDistance',
+    };
   }
 
   private resolveCollection(operand: IdentifierOperand): Side {
@@ -497,7 +545,7 @@ class FilterCompiler {
     let value = read.value;
     let hint = read.present ? read.storage : undefined;
     if (hint === 'array') value = value === null || value === '' ? [] : Array.isArray(value) ? value : [value];
-    else if (hint !== undefined && hint !== 'json') {
+    else if (hint !== undefined && hint !== 'json' && hint !== 'geoPoint') {
       const coerced = coerceFilterValue(value, hint);
       value = coerced === INVALID ? null : coerced;
     }
@@ -509,6 +557,8 @@ class FilterCompiler {
         break;
       case 'isset':
         return { ...base, kind: 'value', value: read.present, strict: true, hint: 'bool', guestAuth: false };
+      case 'changed':
+        return this.resolveChanged(operand, { present: read.present, value });
       case 'length':
         return { ...base, kind: 'value', value: Array.isArray(value) ? value.length : null, strict: false, hint: 'number' };
       default:
@@ -532,12 +582,36 @@ class FilterCompiler {
     }
     return { ...base, kind: 'value', value, strict: false, hint };
   }
+
+  /**
+   * `@request.body.<field>:changed` (PocketBase's): the write sends the field and its normalised
+   * value differs from the stored one, compared in SQL with the row the rule is checked on, so
+   * every spelling of the write (`role+`, a list, `"TRUE"`, a cleared multipart field) is judged
+   * by what it stores. On create there is no stored row: sent and not the field's empty value.
+   */
+  private resolveChanged(operand: IdentifierOperand, body: { present: boolean; value: unknown }): Side {
+    const base = { pos: operand.pos, label: `${operand.name}:changed` };
+    if (operand.segments[1] !== 'body') throw createFilterError(`":changed" is only for @request.body.* fields, not "${operand.name}"`, operand.pos);
+    const field = this.ctx.collection.field(operand.segments[2]!)!;
+    const kind = STORAGE_KINDS[field.storage];
+    if (!body.present) return { ...base, kind: 'value', value: false, strict: true, hint: 'bool' };
+    if (this.ctx.creating) return { ...base, kind: 'value', value: !kind.isBlank(body.value), strict: true, hint: 'bool' };
+    const sent = coerceFilterValue(body.value, field.storage);
+    const stored = rawSql(`${this.mainAlias}.${quoteIdent(field.column)}`);
+    const changed = sql`(${bindValue(sent === INVALID ? null : sent, kind.bindCast)} IS DISTINCT FROM ${stored})`;
+    return { ...base, kind: 'expr', sql: changed, storage: 'bool', sources: [], lower: false, each: false };
+  }
 }
 
 // ----- helpers ---------------------------------------------------------------------------------
 
 function isGuestAuth(side: Side): boolean {
-  return side.kind === 'value' && side.guestAuth === true;
+  return side.guestAuth === true;
+}
+
+/** Whether a side reads the record: a column, a path, `@collection`, or a call with one of those among its arguments. */
+function readsRecord(side: Side): boolean {
+  return side.kind === 'expr' && side.readsRecord !== false;
 }
 
 function isNullValue(side: Side): boolean {

@@ -24,8 +24,41 @@ export interface IdentifierOperand {
   readonly pos: number;
 }
 
+/** The functions of the filter language (PocketBase's), with how many arguments each takes. */
+export const FILTER_FUNCTIONS = {
+  /** `strftime(format[, time[, modifier...]])`: SQLite's, at most 10 arguments as in PocketBase. */
+  strftime: { minArgs: 1, maxArgs: 10 },
+  /** `geoDistance(lonA, latA, lonB, latB)`: kilometres between two points. */
+  geoDistance: { minArgs: 4, maxArgs: 4 },
+} as const;
+
+/** A function's name. */
+export type FilterFunctionName = keyof typeof FILTER_FUNCTIONS;
+
+/** What a function takes as an argument: a literal or a name, never another call. */
+export type FunctionArgument = LiteralOperand | IdentifierOperand;
+
+/** A function call, `strftime('%Y', created)`; `pos` is the position of its name. */
+export interface FunctionOperand {
+  readonly type: 'function';
+  readonly name: FilterFunctionName;
+  readonly args: readonly FunctionArgument[];
+  readonly pos: number;
+}
+
 /** Either side of a comparison. */
-export type FilterOperand = LiteralOperand | IdentifierOperand;
+export type FilterOperand = LiteralOperand | IdentifierOperand | FunctionOperand;
+
+/**
+ * The names an operand reads: itself, or a function call's name arguments. Whoever decides from
+ * the names of a filter (what it may reuse, whether it reads the body, which rows it touches)
+ * reads them through this, so a name inside a call is never overlooked.
+ */
+export function listOperandNames(operand: FilterOperand): readonly IdentifierOperand[] {
+  if (operand.type === 'identifier') return [operand];
+  if (operand.type === 'function') return operand.args.filter((arg): arg is IdentifierOperand => arg.type === 'identifier');
+  return [];
+}
 
 /** `left op right`; `anyOf` is true for the `?` forms (`?=`, `?~`, ...). */
 export interface ComparisonNode {

@@ -1,7 +1,7 @@
 import { createFilterError, quoteForMessage } from './filter-error.js';
 
 /** Token kinds of the filter language. */
-export type FilterTokenKind = 'identifier' | 'string' | 'number' | 'operator' | 'and' | 'or' | 'lparen' | 'rparen' | 'eof';
+export type FilterTokenKind = 'identifier' | 'string' | 'number' | 'operator' | 'and' | 'or' | 'lparen' | 'rparen' | 'comma' | 'eof';
 
 /** One token; `text` is the source text, `value` the decoded value of strings and numbers. */
 export interface FilterToken {
@@ -20,7 +20,9 @@ const SIMPLE_ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', b: '
 /**
  * Splits a filter into tokens in one linear pass. Strings decode JSON-style escapes because the
  * pocketbase SDK's pb.filter() writes them with JSON.stringify; an unknown escape is kept as
- * written so Windows-like paths survive. Throws only BadRequestError.
+ * written so Windows-like paths survive. `//` starts a comment that runs to the end of its line,
+ * as in PocketBase, so rules copied from it keep their comments; inside a string it is text.
+ * Throws only BadRequestError.
  */
 export function tokenizeFilter(input: string): FilterToken[] {
   const tokens: FilterToken[] = [];
@@ -31,9 +33,14 @@ export function tokenizeFilter(input: string): FilterToken[] {
       i++;
       continue;
     }
-    if (c === '(' || c === ')') {
-      tokens.push({ kind: c === '(' ? 'lparen' : 'rparen', text: c, pos: i });
+    if (c === '(' || c === ')' || c === ',') {
+      tokens.push({ kind: c === '(' ? 'lparen' : c === ')' ? 'rparen' : 'comma', text: c, pos: i });
       i++;
+      continue;
+    }
+    if (input.startsWith('//', i)) {
+      const end = input.indexOf('\n', i);
+      i = end === -1 ? input.length : end + 1;
       continue;
     }
     if (input.startsWith('&&', i) || input.startsWith('||', i)) {

@@ -1,4 +1,4 @@
-import type { CompareOperator, ComparisonNode, FilterNode, FilterOperand } from './filter-ast.js';
+import { FILTER_FUNCTIONS, type CompareOperator, type ComparisonNode, type FilterFunctionName, type FilterNode, type FilterOperand, type FunctionArgument, type FunctionOperand } from './filter-ast.js';
 import { createFilterError, quoteForMessage } from './filter-error.js';
 import { tokenizeFilter, type FilterToken } from './filter-lexer.js';
 import { LruCache } from './lru-cache.js';
@@ -112,6 +112,13 @@ class Parser {
   }
 
   private parseOperand(): FilterOperand {
+    const token = this.peek();
+    if (token.kind === 'identifier' && this.tokens[this.index + 1]?.kind === 'lparen') return this.parseFunctionCall();
+    return this.parseValue();
+  }
+
+  /** A literal or a name: a comparison side, or a function's argument. */
+  private parseValue(): FunctionArgument {
     const token = this.next();
     switch (token.kind) {
       case 'string':
@@ -120,19 +127,47 @@ class Parser {
         if (!Number.isFinite(token.value)) throw createFilterError(`number out of range ${quoteForMessage(token.text)}`, token.pos);
         return { type: 'literal', value: token.value as number, pos: token.pos };
       case 'identifier':
+        if (this.peek().kind === 'lparen') throw createFilterError(`a function's argument cannot be a function call (${quoteForMessage(token.text)})`, token.pos);
         return parseIdentifier(token);
       default:
         throw createFilterError(`unexpected ${describe(token)}`, token.pos);
     }
   }
+
+  /**
+   * `name(arg, ...)`: a known function and its arguments, within its count (FILTER_FUNCTIONS), so
+   * no argument list grows past what the function reads.
+   */
+  private parseFunctionCall(): FunctionOperand {
+    const nameToken = this.next();
+    if (!Object.hasOwn(FILTER_FUNCTIONS, nameToken.text)) {
+      throw createFilterError(`unknown function ${quoteForMessage(nameToken.text)} (the functions are ${Object.keys(FILTER_FUNCTIONS).join(' and ')})`, nameToken.pos);
+    }
+    const name = nameToken.text as FilterFunctionName;
+    const { minArgs, maxArgs }: { minArgs: number; maxArgs: number } = FILTER_FUNCTIONS[name];
+    this.next(); // the "("
+    const args: FunctionArgument[] = [];
+    if (this.peek().kind !== 'rparen') {
+      for (;;) {
+        if (args.length === maxArgs) throw createFilterError(`${name}() takes at most ${maxArgs} argument${maxArgs === 1 ? '' : 's'}`, this.peek().pos);
+        args.push(this.parseValue());
+        const separator = this.next();
+        if (separator.kind === 'rparen') break;
+        if (separator.kind !== 'comma') throw createFilterError(`expected "," or ")" in ${name}() but found ${describe(separator)}`, separator.pos);
+      }
+    } else this.next();
+    if (args.length < minArgs) throw createFilterError(`${name}() takes ${minArgs === maxArgs ? minArgs : `at least ${minArgs}`} argument${minArgs === 1 ? '' : 's'}, not ${args.length}`, nameToken.pos);
+    return { type: 'function', name, args, pos: nameToken.pos };
+  }
 }
 
 function leftText(operand: FilterOperand): string {
   if (operand.type === 'literal') return String(operand.value);
+  if (operand.type === 'function') return `${operand.name}(...)`;
   return operand.modifier ? `${operand.name}:${operand.modifier}` : operand.name;
 }
 
-function parseIdentifier(token: FilterToken): FilterOperand {
+function parseIdentifier(token: FilterToken): FunctionArgument {
   const text = token.text;
   if (text === 'true' || text === 'false') return { type: 'literal', value: text === 'true', pos: token.pos };
   if (text === 'null') return { type: 'literal', value: null, pos: token.pos };

@@ -35,6 +35,7 @@ export function coerceFilterValue(value: unknown, target: StorageKind): unknown 
     }
     case 'json':
     case 'array':
+    case 'geoPoint':
       return JSON.stringify(value instanceof Date ? formatDateOrInvalid(value) : value);
   }
 }

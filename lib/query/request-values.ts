@@ -1,7 +1,8 @@
 /**
- * What `@request.*` identifiers read (docs/query-language.md): the method, the caller's identity,
- * the query string, and in write rules the normalised body of the write. The compiler turns the
- * result into a comparison operand; this module only knows where each value comes from.
+ * What `@request.*` identifiers read (docs/query-language.md): the method, the context, the
+ * caller's identity, the query string, the headers, and in write rules the normalised body of the
+ * write. The compiler turns the result into a comparison operand; this module only knows where
+ * each value comes from.
  */
 import type { CollectionSchema, StorageKind } from '../schema/collection-schema.js';
 import { createFilterError } from './filter-error.js';
@@ -34,6 +35,15 @@ export function readRequestValue(request: RequestInfo, operand: IdentifierOperan
   const [, area, key] = operand.segments;
   const count = operand.segments.length;
   if (area === 'method' && count === 2) return { present: true, value: request.method, guestAuth: false };
+  if (area === 'context' && count === 2) return { present: true, value: request.context ?? 'default', guestAuth: false };
+  if (area === 'headers' && count === 3) {
+    // Names are stored normalised (lower case); a rule spelling one otherwise could never match.
+    if (key !== key.toLowerCase()) throw createFilterError(`header names are lower-cased in rules: write "@request.headers.${key.toLowerCase()}", not "${operand.name}"`, operand.pos);
+    const headers = request.headers;
+    const present = headers !== undefined && Object.hasOwn(headers, key);
+    // Absent reads as "" (PocketBase): `@request.headers.x_token = ""` is true without the header.
+    return { present, value: present ? headers[key] : '', guestAuth: false };
+  }
   if (area === 'auth' && count === 3) {
     if (request.auth === null) return { present: false, value: '', guestAuth: true };
     const present = Object.hasOwn(request.auth, key);

@@ -1,5 +1,6 @@
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
+import { GEO_POINT_KEYS } from '../schema/fields/geo-point.js';
 import { resolveRelation } from './resolve-relation.js';
 import { quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 
@@ -73,10 +74,26 @@ export interface ResolvePathOptions {
   readonly maxHops?: number;
 }
 
+/** The SQL of a point's keys (GEO_POINT_KEYS): fixed text, never from the request. */
+const GEO_POINT_KEY_SQL: Readonly<Record<(typeof GEO_POINT_KEYS)[number], string>> = { lon: "'lon'", lat: "'lat'" };
+
+/**
+ * `loc.lon` / `loc.lat` of a geoPoint field (PocketBase reads the point's keys as a JSON path):
+ * a number in degrees, for comparisons, sort and `geoDistance()`. Any other key is an error.
+ */
+function resolveGeoPointKey(options: { field: FieldSchema; column: SqlFragment; filled: boolean; rest: readonly string[]; sources: readonly PathSource[]; fail: () => Error }): ResolvedPath {
+  const key = options.rest.length === 1 ? GEO_POINT_KEYS.find((k) => k === options.rest[0]) : undefined;
+  if (key === undefined) throw options.fail();
+  // A missing related row reads as the origin, the point's empty value.
+  const point = options.filled ? STORAGE_KINDS.geoPoint.fillEmptySql(options.column) : options.column;
+  return { value: sql`CAST((${point} ->> ${rawSql(GEO_POINT_KEY_SQL[key])}) AS double precision)`, field: options.field, storage: 'number', sources: options.sources };
+}
+
 /**
  * Walks a dotted path from a collection: single relations become correlated scalar subqueries
  * (a missing target reads as empty values), multi-valued relations and back-relations become
- * sources for the caller to quantify over. Unknown, hidden and non-relation steps are errors.
+ * sources for the caller to quantify over; a geoPoint field's `.lon` and `.lat` are numbers.
+ * Unknown, hidden and non-relation steps are errors.
  * `targetCondition` (if any) is ANDed into every hop's subquery or join condition, and into the
  * `:length` count of a back-relation.
  */
@@ -103,6 +120,7 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
       const value = hops > 0 ? STORAGE_KINDS[field.storage].fillEmptySql(column) : column;
       return { value, field, storage: field.storage, sources };
     }
+    if (field?.type === 'geoPoint') return resolveGeoPointKey({ field, column: ref(field.column), filled: hops > 0, rest: segments.slice(i + 1), sources, fail: () => fail(`"${whole}": a geoPoint field has only "${name}.lon" and "${name}.lat"`) });
     const relation = resolveRelation({ registry, collection, name, canSeeHidden });
     if (!relation) {
       throw fail(field ? `"${name}" in "${whole}" is not a relation field` : `unknown field "${whole}"`);

@@ -1,6 +1,7 @@
 import { BadRequestError, RecordbaseError } from '../errors.js';
 import { parseResponseShape, type ResponseShape } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { normalizeHeaderName } from '../query/request-headers.js';
 
 /**
  * One subscription string as a client sent it (docs/realtime.md): `{collection}/*`,
@@ -16,6 +17,11 @@ export interface Subscription {
   readonly recordId?: string;
   /** `options.query`, every value as a string: `@request.query.*` in rules, and filter/expand/fields. */
   readonly query: Record<string, string>;
+  /**
+   * `options.headers`, names normalised as PocketBase does (`X-Token` is `x_token`), every value as
+   * a string: `@request.headers.*` in rules. The client writes them, as it writes any header.
+   */
+  readonly headers: Record<string, string>;
   /** `options.query.filter`, one more condition. */
   readonly filter?: string;
   /** `options.query.expand` and `options.query.fields`. */
@@ -28,8 +34,8 @@ export interface Subscription {
 export const MAX_SUBSCRIPTIONS = 1000;
 export const MAX_SUBSCRIPTION_LENGTH = 2500;
 
-/** PocketBase casts every query value to a string (Go's cast.ToString): numbers and booleans as written, objects as JSON. */
-function queryValue(value: unknown): string {
+/** PocketBase casts every query and header value to a string (Go's cast.ToString): numbers and booleans as written, objects as JSON. */
+function optionValue(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
@@ -45,14 +51,27 @@ function refuse(raw: string, reason: string, cause?: unknown): never {
   throw subscriptionError(raw, reason, cause);
 }
 
-function readOptions(raw: string, search: string): { query: Record<string, string> } {
+/** `options.query` or `options.headers`: an object (or nothing), its keys named by `name`, its values cast to strings. */
+function readOptionObject(raw: string, options: { given: unknown; what: string; name: (key: string) => string }): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  const { given } = options;
+  if (given === undefined || given === null) return out;
+  if (typeof given !== 'object' || Array.isArray(given)) refuse(raw, `options.${options.what} must be an object`);
+  for (const [key, value] of Object.entries(given)) {
+    const name = options.name(key);
+    if (name !== '') out[name] = optionValue(value);
+  }
+  return out;
+}
+
+function readOptions(raw: string, search: string): { query: Record<string, string>; headers: Record<string, string> } {
   let text: string | null;
   try {
     text = new URLSearchParams(search).get('options');
   } catch (err) {
     refuse(raw, 'the options are not url-encoded', err);
   }
-  if (text === null || text === '') return { query: Object.create(null) };
+  if (text === null || text === '') return { query: Object.create(null), headers: Object.create(null) };
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -60,13 +79,11 @@ function readOptions(raw: string, search: string): { query: Record<string, strin
     refuse(raw, 'options is not valid JSON');
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) refuse(raw, 'options must be a JSON object');
-  const query: Record<string, string> = Object.create(null);
-  const given = (parsed as { query?: unknown }).query;
-  if (given !== undefined && given !== null) {
-    if (typeof given !== 'object' || Array.isArray(given)) refuse(raw, 'options.query must be an object');
-    for (const [key, value] of Object.entries(given)) query[key] = queryValue(value);
-  }
-  return { query };
+  const { query, headers } = parsed as { query?: unknown; headers?: unknown };
+  return {
+    query: readOptionObject(raw, { given: query, what: 'query', name: (key) => key }),
+    headers: readOptionObject(raw, { given: headers, what: 'headers', name: normalizeHeaderName }),
+  };
 }
 
 /**
@@ -78,7 +95,7 @@ export function parseSubscription(raw: string, registry: SchemaRegistry): Subscr
   if (/[\r\n\0]/.test(raw)) refuse(raw, 'it contains a line break or NUL character');
   const question = raw.indexOf('?');
   const topic = question < 0 ? raw : raw.slice(0, question);
-  const { query } = readOptions(raw, question < 0 ? '' : raw.slice(question + 1));
+  const { query, headers } = readOptions(raw, question < 0 ? '' : raw.slice(question + 1));
   let shape: ResponseShape;
   try {
     shape = parseResponseShape({ fields: query.fields, expand: query.expand });
@@ -91,5 +108,5 @@ export function parseSubscription(raw: string, registry: SchemaRegistry): Subscr
   const slash = topic.indexOf('/');
   const collection = registry.get(slash < 0 ? topic : topic.slice(0, slash));
   const rest = slash < 0 ? '*' : topic.slice(slash + 1);
-  return { raw, collection, recordId: rest === '*' ? undefined : rest, query, filter, shape, shapeKey };
+  return { raw, collection, recordId: rest === '*' ? undefined : rest, query, headers, filter, shape, shapeKey };
 }

@@ -6,7 +6,7 @@ import { compileRule, fenceFilter } from '../records/access-rules.js';
 import { isSuperuser, type Caller } from '../records/caller.js';
 import { compileCostedFilter, type FilterLimits } from '../query/compile-filter.js';
 import { hasDeferredValues } from '../query/deferred-value.js';
-import type { FilterNode } from '../query/filter-ast.js';
+import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
@@ -97,21 +97,23 @@ export function compileSubscriptionConditions(options: SubscriptionConditionOpti
   };
 }
 
-/** Whether every name in `node` is a field of the row itself, a request value or a macro. */
+/** Whether every name in `node` (function arguments included) is a field of the row itself, a request value or a macro. */
 function readsOnlyTheRow(node: FilterNode): boolean {
   if (node.type !== 'comparison') return node.items.every(readsOnlyTheRow);
-  return [node.left, node.right].every((operand) => {
-    if (operand.type !== 'identifier') return true;
+  return [node.left, node.right].flatMap(listOperandNames).every((operand) => {
     const head = operand.segments[0];
     if (head === '@collection') return false;
     return head.startsWith('@') || operand.segments.length === 1;
   });
 }
 
-/** Whether `node` has a `~` or `!~` (plain or any-of): pattern matching, whose cost grows with the text. */
+/**
+ * Whether `node` has a `~` or `!~` (plain or any-of), pattern matching whose cost grows with the
+ * text, or a function call (`strftime` reads a text column with a regular expression per row).
+ */
 function matchesPatterns(node: FilterNode): boolean {
   if (node.type !== 'comparison') return node.items.some(matchesPatterns);
-  return node.operator === '~' || node.operator === '!~';
+  return node.operator === '~' || node.operator === '!~' || node.left.type === 'function' || node.right.type === 'function';
 }
 
 /** A subscription compiled for its client (prepareSubscriptions), before it is applied. */
@@ -157,7 +159,7 @@ export async function prepareSubscriptions(options: { registry: SchemaRegistry; 
     }
     const caller = callerOf(identity, sub);
     const action = sub.recordId === undefined ? 'list' : 'view';
-    const key = JSON.stringify([collection.name, action, sub.filter ?? null, sub.query]);
+    const key = JSON.stringify([collection.name, action, sub.filter ?? null, sub.query, sub.headers]);
     let conditions = compiled.get(key);
     if (!conditions) {
       try {
@@ -179,13 +181,17 @@ export async function prepareSubscriptions(options: { registry: SchemaRegistry; 
       caller,
       conditions,
       shared,
-      shapeGroup: sub.shape.tree.size === 0 ? `${isSuperuser(caller)}|${sub.shapeKey}` : JSON.stringify([identity?.id ?? null, sub.query, sub.shapeKey]),
+      shapeGroup: sub.shape.tree.size === 0 ? `${isSuperuser(caller)}|${sub.shapeKey}` : JSON.stringify([identity?.id ?? null, sub.query, sub.headers, sub.shapeKey]),
     });
   }
   return prepared;
 }
 
-/** Who a subscription's rules are checked for: the client's identity, `@request.query.*` from its options, method GET. */
+/**
+ * Who a subscription's rules are checked for: the client's identity, `@request.query.*` and
+ * `@request.headers.*` from its options (as PocketBase: not the headers of the POST), method GET,
+ * context `realtime`.
+ */
 export function callerOf(identity: Identity | null, sub: Subscription): Caller {
-  return { request: { auth: identity, query: sub.query, body: {}, method: 'GET' } };
+  return { request: { auth: identity, query: sub.query, headers: sub.headers, body: {}, method: 'GET', context: 'realtime' } };
 }

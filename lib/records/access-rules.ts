@@ -1,6 +1,6 @@
 import { BadRequestError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
-import type { FilterNode } from '../query/filter-ast.js';
+import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
@@ -48,7 +48,16 @@ export function compileRule(options: RuleOptions): RuleDecision {
   return [
     compileStaticOnce(collection, 'rule', rule, () => {
       const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
-      return compileFilter(rule, { registry: options.registry, collection, alias: RECORD_ALIAS, request, mode: 'rule', now: new Date(), deferMacros: options.deferMacros });
+      return compileFilter(rule, {
+        registry: options.registry,
+        collection,
+        alias: RECORD_ALIAS,
+        request,
+        mode: 'rule',
+        now: new Date(),
+        deferMacros: options.deferMacros,
+        creating: action === 'create',
+      });
     }),
   ];
 }
@@ -77,13 +86,16 @@ function compileStaticOnce(collection: CollectionSchema, mode: string, text: str
  * Whether a filter or rule on `collection` compiles to the same SQL for every request and at
  * every moment, so that its compiled form may be reused: every name in it is a field of the
  * collection itself. Anything else may read the caller or the clock: `@request.*`, a macro such
- * as `@now`, `@collection.*`, and a relation hop or back-relation (`author.name`, or
+ * as `@now`, `@collection.*`, a relation hop or back-relation (`author.name`, or
  * `comments_via_post` even without a dot), which carries its target's view rule for this
- * request. Decided on the parsed filter and the schema, never on the text.
+ * request, and a function call (`strftime('%Y')` reads the clock). Decided on the parsed filter
+ * and the schema, never on the text.
  */
 export function isStaticFilter(node: FilterNode, collection: CollectionSchema): boolean {
   if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection));
-  return [node.left, node.right].every((operand) => operand.type !== 'identifier' || (operand.segments.length === 1 && collection.field(operand.name) !== undefined));
+  return [node.left, node.right].every(
+    (operand) => operand.type === 'literal' || (operand.type === 'identifier' && operand.segments.length === 1 && collection.field(operand.name) !== undefined),
+  );
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */
@@ -134,7 +146,7 @@ export interface RuleFacts {
  */
 export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
   const readsBody = new Map<CollectionSchema, Set<RuleAction>>();
-  const sample: RequestInfo = { auth: null, query: {}, body: {}, method: 'GET' };
+  const sample: RequestInfo = { auth: null, query: {}, body: {}, method: 'GET', headers: {}, context: 'default' };
   for (const collection of registry.collections) {
     const actions = new Set<RuleAction>();
     for (const action of ACTIONS) {
@@ -156,5 +168,5 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
 
 function referencesRequestBody(node: FilterNode): boolean {
   if (node.type !== 'comparison') return node.items.some(referencesRequestBody);
-  return [node.left, node.right].some((operand) => operand.type === 'identifier' && operand.segments[0] === '@request' && operand.segments[1] === 'body');
+  return [node.left, node.right].flatMap(listOperandNames).some((name) => name.segments[0] === '@request' && name.segments[1] === 'body');
 }

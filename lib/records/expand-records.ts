@@ -3,6 +3,7 @@ import { RECORD_ALIAS, type RecordStore, type RecordValues } from '../db/record-
 import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
 import { resolveRelation, type ResolvedRelation } from '../query/resolve-relation.js';
+import { withRequestContext } from '../query/request-info.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileRule } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
@@ -248,8 +249,9 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const relation = resolveRelation({ registry: run.registry, collection, name, canSeeHidden: showHidden });
     if (!relation) continue;
     const target = relation.kind === 'field' ? relation.target : relation.collection;
-    // A target whose view rule refuses this caller (`null`) is left out of the expansion.
-    const where = compileRule({ registry: run.registry, collection: target, action: 'view', caller: run.caller });
+    // A target whose view rule refuses this caller (`null`) is left out of the expansion; the rule
+    // reads `@request.context` as "expand", as PocketBase's does.
+    const where = compileRule({ registry: run.registry, collection: target, action: 'view', caller: { request: withRequestContext(run.caller.request, 'expand') } });
     if (where === 'denied') continue;
     const rows = await readRelated(run, { relation, target, items, where });
     if (rows.length === 0) continue;

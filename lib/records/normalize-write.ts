@@ -2,7 +2,7 @@ import type { FieldError } from '../errors.js';
 import type { RecordValues } from '../db/record-store.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import { coerceStringList, type CoerceResult } from '../schema/coerce-value.js';
-import { classifyModifiers, MODIFIER_ORDER, type FieldOperationKind } from '../schema/field-modifiers.js';
+import { acceptsOperation, classifyModifiers, MODIFIER_ORDER, type FieldOperationKind } from '../schema/field-modifiers.js';
 import { coerceFieldValue, fieldTypeOf, type DeclaredFieldSchema } from '../schema/field-types.js';
 import { coerceNumberOperand, NOT_A_NUMBER } from '../schema/fields/number.js';
 import { emptyValueOf } from '../schema/storage-kinds.js';
@@ -36,6 +36,8 @@ export function normalizeWrite(operations: WriteOperations, existing?: RecordVal
   const errors: Record<string, FieldError> = { ...operations.uploadErrors };
   if (operations.requestedId.sent) defineValue(data, 'id', operations.requestedId.value);
   for (const write of operations.fields) {
+    // A field only the server writes (autodate) is no part of a client's write, not even as one a multipart update clears.
+    if (!acceptsOperation(write.field, 'set')) continue;
     const result = applyFieldWrite(write, { previous: readStoredValue(write.field, existing), source: operations.source });
     if (result.ok) defineValue(data, write.field.name, result.value);
     else {

@@ -9,6 +9,8 @@ import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isRecordId } from '../schema/record-id.js';
+import { memoizePerObject } from '../memoize-per-object.js';
+import { withRequestContext } from '../query/request-info.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
@@ -140,13 +142,14 @@ export class RecordService {
   async findFileOwner(collection: CollectionSchema, options: { id: string; name: string; caller: () => Promise<Caller> }, context: OperationContext = {}): Promise<FileOwner> {
     return guard(async () => {
       const notFound = () => new NotFoundError("The requested file wasn't found.", 'file_not_found');
-      if (!isRecordId(options.id)) throw notFound();
+      if (!isReadableId(collection, options.id)) throw notFound();
       const store = this.storeOf(context);
       const record = await store.selectById({ collection, id: options.id });
       const field = record && collection.fields.find((f): f is FileFieldSchema => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
       if (!record || !field) throw notFound();
       if (field.definition.protected !== true) return { record, field };
-      const caller = await options.caller();
+      const asked = await options.caller();
+      const caller: Caller = { request: withRequestContext(asked.request, 'protectedFile') };
       if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
       if (isSuperuser(caller)) return { record, field };
       const where = compileRule({ registry: this.registry, collection, action: 'view', caller });
@@ -204,7 +207,7 @@ export class ScopedRecordService {
   async view(collection: CollectionSchema, id: string): Promise<RecordValues> {
     return guard(async () => {
       const where = this.rule(collection, 'view');
-      requireRecordId(id);
+      if (!isReadableId(collection, id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
       return findOrNotFound(this.parts.storeOf(this.context), { collection, id, where });
     });
   }
@@ -217,6 +220,7 @@ export class ScopedRecordService {
    * committed and removed if it is not.
    */
   async create(collection: CollectionSchema, input: WriteInput): Promise<RecordValues> {
+    refuseViewWrite(collection);
     const write = normalizeWrite(this.readOperations(collection, input));
     const { writer, options } = this.parts;
     const hooks = options.hooks;
@@ -257,6 +261,7 @@ export class ScopedRecordService {
    * longer holds are removed after it.
    */
   async update(collection: CollectionSchema, id: string, input: WriteInput): Promise<RecordValues> {
+    refuseViewWrite(collection);
     const operations = this.readOperations(collection, input, { update: true });
     const { writer, options, compiled } = this.parts;
     const hooks = options.hooks;
@@ -288,6 +293,7 @@ export class ScopedRecordService {
 
   /** Deletes one record (and cascades); failing the delete rule is a 404. */
   async delete(collection: CollectionSchema, id: string): Promise<DeletedRecord[]> {
+    refuseViewWrite(collection);
     return guard(async () => {
       const where = this.rule(collection, 'delete');
       requireRecordId(id);
@@ -304,6 +310,7 @@ export class ScopedRecordService {
    * non-superusers even when nothing matches.
    */
   async deleteMany(collection: CollectionSchema, filter: string | undefined): Promise<{ deleted: DeletedRecord[]; count: number }> {
+    refuseViewWrite(collection);
     return guard(async () => {
       if (filter === undefined || filter.trim() === '') throw new BadRequestError('A bulk delete needs a non-empty "filter" parameter.', 'filter_required');
       const deleteRule = this.rule(collection, 'delete');
@@ -325,7 +332,7 @@ export class ScopedRecordService {
     const { hooks, files } = this.parts.options;
     const deleted = await deleteRecords({
       store: unit.store,
-      registry: this.parts.compiled.registry,
+      registry: withoutViewReferences(this.parts.compiled.registry),
       collection: target,
       records,
       canView: this.viewCheck(unit.store),
@@ -403,3 +410,33 @@ async function findOrNotFound(
 function requireRecordId(id: string): void {
   if (!isRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
 }
+
+/** Longest id a view's record may be asked for by: its ids are the query's own (`ROW_NUMBER()` gives `"1"`), not record ids. */
+const MAX_VIEW_ID_LENGTH = 255;
+
+/**
+ * Whether an id may name a record of `collection`, so anything else is a 404 without asking the
+ * database: a table's ids are record ids; a view's are whatever its query selects as `id`.
+ */
+function isReadableId(collection: CollectionSchema, id: string): boolean {
+  if (collection.type === 'view') return id !== '' && id.length <= MAX_VIEW_ID_LENGTH;
+  return isRecordId(id);
+}
+
+/**
+ * A view collection's records are the rows of its query (docs/collections.md): a create, update or
+ * delete of one is a 400 before anything is read, written or uploaded, over HTTP, in a batch and
+ * through the server API alike.
+ */
+function refuseViewWrite(collection: CollectionSchema): void {
+  if (collection.type === 'view') throw new BadRequestError(`"${collection.name}" is a view collection: its records are read-only.`, 'view_collection_read_only');
+}
+
+/**
+ * The registry as a delete sees it: a view's relation fields point at records too (for expand and
+ * back-relations), but nothing is stored in a view, so a delete neither unlinks nor cascades into
+ * one, and a view's required relation never blocks a delete.
+ */
+const withoutViewReferences = memoizePerObject(
+  (registry: SchemaRegistry): SchemaRegistry => ({ ...registry, backRelations: (target) => registry.backRelations(target).filter((back) => back.collection.type !== 'view') }),
+);

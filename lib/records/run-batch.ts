@@ -46,6 +46,8 @@ export interface RunBatchOptions {
   requests: readonly BatchRequest[];
   /** The outer request's identity: every request of the batch acts as it. */
   identity: Identity | null;
+  /** The outer request's headers as rules read them (`@request.headers.*`); a request's own `headers` are ignored. */
+  headers?: Readonly<Record<string, string>>;
   /**
    * The batch gives up (and rolls back) once this much time has passed since it started: the
    * statement in flight is cancelled then, and the time is checked between requests.
@@ -228,7 +230,8 @@ async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; req
   const { service, presenter } = options;
   const collection = service.collection(request.collection);
   const shape = parseResponseShape({ fields: request.query.fields, expand: request.query.expand });
-  const caller = (method: string): Caller => ({ request: { auth: options.identity, query: request.query, body: {}, method } });
+  // `@request.context` is "batch" in every request of a batch, as in PocketBase.
+  const caller = (method: string): Caller => ({ request: { auth: options.identity, query: request.query, headers: options.headers, body: {}, method, context: 'batch' } });
   const as = (method: string) => service.as(caller(method), { unit });
   if (request.action === 'delete') {
     await as('DELETE').delete(collection, request.id!);

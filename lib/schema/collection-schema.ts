@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
-import type { CollectionDefinition, FieldDefinition, Rule } from './definitions.js';
-import { FIELD_BASE_KEYS } from './field-type-spec.js';
+import type { CollectionDefinition, FieldDefinition, Rule, ViewCollectionDefinition } from './definitions.js';
+import { checkFieldBase, FIELD_BASE_KEYS } from './field-type-spec.js';
 import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
 
 // The checked model is read from here by every layer above the schema.
@@ -33,6 +33,14 @@ export interface CollectionSchema {
   readonly fields: readonly FieldSchema[];
   readonly rules: ResolvedRules;
   readonly indexes: readonly IndexSchema[];
+  /**
+   * `base`: records in a table; `view`: the rows of a database view made from `viewQuery`,
+   * read-only, whose fields are known once the schema sync has asked the database
+   * (lib/schema/view-schema.ts): until then a view has its `id` only.
+   */
+  readonly type: 'base' | 'view';
+  /** A view's SELECT, as declared. */
+  readonly viewQuery?: string;
   /** A field by name, system fields included. */
   field(name: string): FieldSchema | undefined;
 }
@@ -62,7 +70,8 @@ const COLLECTION_ID = /^[A-Za-z0-9_]{1,63}$/;
 const MAX_IDENTIFIER = 63;
 
 /** The keys each part of a definition may have: anything else is a typo or another product's option. */
-const COLLECTION_KEYS = ['name', 'id', 'fields', 'rules', 'indexes'];
+const COLLECTION_KEYS = ['name', 'id', 'type', 'fields', 'rules', 'indexes'];
+const VIEW_KEYS = ['name', 'id', 'type', 'viewQuery', 'rules'];
 const RULE_KEYS = ['list', 'view', 'create', 'update', 'delete'];
 const INDEX_KEYS = ['fields', 'unique'];
 
@@ -109,8 +118,10 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
     throw new SchemaError(`${where}: unknown type "${String((def as { type: unknown }).type)}" (one of ${FIELD_TYPES.map((t) => t.type).join(', ')})`);
   }
   checkKnownKeys(where, def, [...FIELD_BASE_KEYS, ...spec.keys]);
+  checkFieldBase(def, where);
   spec.checkSettings(def, where);
-  const multiple = spec.isMultiple(def);
+  const settings = spec.normalize(def);
+  const multiple = spec.isMultiple(settings);
   // The spec came from def.type, so the field built here is of def's own type.
   return {
     name: def.name,
@@ -121,8 +132,8 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
     hidden: def.hidden === true,
     required: def.required === true,
     system: false,
-    relationTo: spec.relationTarget(def),
-    definition: def,
+    relationTo: spec.relationTarget(settings),
+    definition: settings,
   } as DeclaredFieldSchema;
 }
 
@@ -135,6 +146,9 @@ function checkRules(collection: string, def: CollectionDefinition): ResolvedRule
     const rule = rules[action];
     if (rule !== undefined && rule !== null && typeof rule !== 'string') {
       throw new SchemaError(`collection "${collection}": rule "${action}" must be null, "" or a filter expression`);
+    }
+    if (def.type === 'view' && action !== 'list' && action !== 'view' && rule !== undefined && rule !== null) {
+      throw new SchemaError(`collection "${collection}": a view collection is read-only; its "${action}" rule can only be null`);
     }
     out[action] = rule ?? null;
   }
@@ -169,6 +183,7 @@ export function shortenIdentifier(name: string): string {
 
 function checkCollection(def: CollectionDefinition): CollectionSchema {
   if (!def || typeof def !== 'object') throw new SchemaError('every collection must be an object');
+  if (def.type === 'view') return checkViewCollection(def);
   if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name) || def.name.length > MAX_IDENTIFIER) {
     throw new SchemaError(`collection "${String(def.name)}": a collection name must match [a-z_][a-z0-9_]* (at most ${MAX_IDENTIFIER} characters)`);
   }
@@ -176,24 +191,65 @@ function checkCollection(def: CollectionDefinition): CollectionSchema {
     throw new SchemaError(`collection "${def.name}": names starting with "_rb" or "_recordbase" are reserved`);
   }
   checkKnownKeys(`collection "${def.name}"`, def, COLLECTION_KEYS);
+  if (def.type !== undefined && def.type !== 'base') {
+    throw new SchemaError(`collection "${def.name}": unknown type "${String(def.type)}" (base, the default, or view)`);
+  }
+  const id = checkCollectionId(def);
+  if (def.fields !== undefined && !Array.isArray(def.fields)) throw new SchemaError(`collection "${def.name}": "fields" must be an array`);
+  const names = new Set<string>();
+  const fields = [...SYSTEM_FIELDS, ...(def.fields ?? []).map((f) => checkField(def.name, f, names))];
+  const field = lookupFields(fields);
+  return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), indexes: checkIndexes(def, field), field };
+}
+
+function checkCollectionId(def: CollectionDefinition): string {
   const id = def.id ?? deriveCollectionId(def.name);
   if (typeof id !== 'string' || !COLLECTION_ID.test(id)) {
     throw new SchemaError(`collection "${def.name}": id must match [A-Za-z0-9_]{1,63}`);
   }
-  if (!Array.isArray(def.fields)) throw new SchemaError(`collection "${def.name}": "fields" must be an array`);
-  const names = new Set<string>();
-  const fields = [...SYSTEM_FIELDS, ...def.fields.map((f) => checkField(def.name, f, names))];
+  return id;
+}
+
+function lookupFields(fields: readonly FieldSchema[]): (name: string) => FieldSchema | undefined {
   const byName = new Map(fields.map((f) => [f.name, f]));
-  const field = (name: string) => byName.get(name);
-  return {
-    id,
-    name: def.name,
-    table: def.name,
-    fields,
-    rules: checkRules(def.name, def),
-    indexes: checkIndexes(def, field),
-    field,
-  };
+  return (name) => byName.get(name);
+}
+
+/**
+ * Checks a view collection's definition. Its fields come from the database once the view exists
+ * (buildViewCollection); until then it has its `id`, which every view must select.
+ */
+function checkViewCollection(def: ViewCollectionDefinition): CollectionSchema {
+  const where = `collection "${def.name}"`;
+  if ((def as { fields?: unknown }).fields !== undefined) {
+    throw new SchemaError(`${where}: a view collection's fields are inferred from its viewQuery; remove "fields"`);
+  }
+  if ((def as { indexes?: unknown }).indexes !== undefined) throw new SchemaError(`${where}: a view collection cannot have indexes`);
+  checkKnownKeys(where, def, VIEW_KEYS);
+  if (typeof def.viewQuery !== 'string' || def.viewQuery.trim() === '') {
+    throw new SchemaError(`${where}: a view collection needs "viewQuery", a SELECT statement`);
+  }
+  const fields = [SYSTEM_FIELDS[0]];
+  return { id: checkCollectionId(def), name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, fields, rules: checkRules(def.name, def), indexes: [], field: lookupFields(fields) };
+}
+
+/** What the schema sync learnt of a view's columns (lib/schema/view-schema.ts): its fields, and the system dates it selects. */
+export interface InferredViewFields {
+  /** The columns besides `id`, `created` and `updated`, as declared fields would be written. */
+  readonly fields: readonly FieldDefinition[];
+  /** `created` and `updated`, where the query selects them as dates: system fields, as on a table. */
+  readonly systemDates: readonly ('created' | 'updated')[];
+}
+
+/**
+ * A view collection with its inferred fields: `id`, the system dates it selects, then the others,
+ * each checked as a declared field is (a clone of a relation still needs a declared target).
+ */
+export function buildViewCollection(view: CollectionSchema, inferred: InferredViewFields): CollectionSchema {
+  const names = new Set<string>();
+  const system = SYSTEM_FIELDS.filter((f) => f.name === 'id' || (inferred.systemDates as readonly string[]).includes(f.name));
+  const fields = [...system, ...inferred.fields.map((f) => checkField(view.name, f, names))];
+  return { ...view, fields, field: lookupFields(fields) };
 }
 
 /**
@@ -202,7 +258,15 @@ function checkCollection(def: CollectionDefinition): CollectionSchema {
  */
 export function buildSchemaRegistry(definitions: readonly CollectionDefinition[]): SchemaRegistry {
   if (!Array.isArray(definitions)) throw new SchemaError('"collections" must be an array of collection definitions');
-  const collections = definitions.map(checkCollection);
+  return assembleSchemaRegistry(definitions.map(checkCollection));
+}
+
+/**
+ * The registry of checked collections: lookups by name and id (each unique), and the back-relations
+ * of every relation field, whose targets must be among them. Also what completes the views
+ * (lib/schema/view-schema.ts) once their fields are known.
+ */
+export function assembleSchemaRegistry(collections: readonly CollectionSchema[]): SchemaRegistry {
   const byKey = new Map<string, CollectionSchema>();
   for (const c of collections) {
     for (const key of [c.name, c.id]) {

@@ -17,6 +17,9 @@ export type { SelectFieldDefinition } from './fields/select.js';
 export type { JsonFieldDefinition } from './fields/json.js';
 export type { RelationFieldDefinition } from './fields/relation.js';
 export type { FileFieldDefinition } from './fields/file.js';
+export type { EditorFieldDefinition } from './fields/editor.js';
+export type { AutodateFieldDefinition } from './fields/autodate.js';
+export type { GeoPointFieldDefinition } from './fields/geo-point.js';
 
 /** Every field type a collection may declare (lib/schema/field-types.ts lists them). */
 export type FieldType = FieldDefinition['type'];
@@ -43,13 +46,42 @@ export interface IndexDefinition {
   unique?: boolean;
 }
 
-/** A collection as declared in code. */
-export interface CollectionDefinition {
+/** A collection as declared in code: a table of records (`base`, the default) or a read-only view. */
+export type CollectionDefinition = BaseCollectionDefinition | ViewCollectionDefinition;
+
+/** A collection of records kept in its own table. */
+export interface BaseCollectionDefinition {
   /** `[a-z_][a-z0-9_]*`, unique. Also the table name. */
   name: string;
   /** Stable id; default derived from the name (`pbc_` + a hash), stable across restarts. */
   id?: string;
-  fields: FieldDefinition[];
+  /** `'base'`, the default (PocketBase's name for it). */
+  type?: 'base';
+  /** The declared fields; absent: none besides the system fields (as PocketBase allows). */
+  fields?: FieldDefinition[];
   rules?: CollectionRules;
   indexes?: IndexDefinition[];
+  /** Only a view has a query. */
+  viewQuery?: undefined;
+}
+
+/**
+ * A view collection (PocketBase's `view` type; docs/collections.md, "View collections"): the
+ * records a SELECT of the host's returns, read-only. Its fields are inferred from the query's
+ * columns when the schema is synced (an `id` column is required); it has no `fields` or indexes
+ * of its own, and only the list and view rules (a write answers 400).
+ */
+export interface ViewCollectionDefinition {
+  /** `[a-z_][a-z0-9_]*`, unique. Also the name of the database view. */
+  name: string;
+  /** Stable id; default derived from the name (`pbc_` + a hash). */
+  id?: string;
+  type: 'view';
+  /** One SELECT statement, trusted like a rule: the host's SQL, never a client's. */
+  viewQuery: string;
+  /** `list` and `view`; a view is read-only, so `create`, `update` and `delete` may only be `null` (as PocketBase exports them). */
+  rules?: CollectionRules;
+  /** Inferred from the query: declaring them is refused. */
+  fields?: undefined;
+  indexes?: undefined;
 }

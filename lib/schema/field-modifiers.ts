@@ -39,8 +39,13 @@ export function parseModifierKey(key: string): { name: string; kind: FieldOperat
   return { name: key, kind: 'set' };
 }
 
-/** Whether `field` takes operation `kind` (a plain value always; modifiers per ModifierKind). */
+/**
+ * Whether `field` takes operation `kind` from a client: a plain value always, modifiers per
+ * ModifierKind; nothing at all for a field only the server writes (autodate), so its keys are
+ * ignored as unknown ones are.
+ */
 export function acceptsOperation(field: FieldSchema, kind: FieldOperationKind): boolean {
+  if (!field.system && fieldTypeOf(field).serverOnly) return false;
   if (kind === 'set') return true;
   const modifiers = classifyModifiers(field);
   if (modifiers === 'none') return false;

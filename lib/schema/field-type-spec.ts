@@ -4,7 +4,7 @@
  * behaves differently per type asks that object. A new field type is one new file and one line
  * in the registry (docs/contributing.md).
  */
-import type { FieldError } from '../errors.js';
+import { SchemaError, type FieldError } from '../errors.js';
 import type { CoerceResult, InputSource } from './coerce-value.js';
 import type { FieldSchemas, JsonSchema } from './field-schemas.js';
 import type { StorageKind } from './storage-kinds.js';
@@ -17,10 +17,34 @@ export interface FieldBase {
   required?: boolean;
   /** Never in responses, nor usable in filter/sort, for anyone but a superuser; rules may use it. */
   hidden?: boolean;
+  /** A hint for tools and the dashboard (PocketBase's: the value labels a relation's preview); changes no behaviour. */
+  presentable?: boolean;
+  /** A text explaining the field, for tools and the dashboard; the OpenAPI document's `description`. Changes no behaviour. */
+  help?: string;
+  /** PocketBase's stable field id, as its exports carry it: accepted and kept, not used. */
+  id?: string;
+  /** PocketBase's export marks its own fields `system: true`; recordbase has its own (id, created, updated), so only `false` is accepted. */
+  system?: boolean;
 }
 
 /** The keys of FieldBase and `type`: every declaration may have them besides its type's own. */
-export const FIELD_BASE_KEYS: readonly string[] = ['name', 'type', 'required', 'hidden'];
+export const FIELD_BASE_KEYS: readonly string[] = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system'];
+
+/**
+ * Checks the settings every declaration may have (FieldBase), with a SchemaError prefixed by
+ * `where`: the hints are data for tools, so a wrong type there is a typo to report, not to guess.
+ */
+export function checkFieldBase(def: FieldBase, where: string): void {
+  for (const key of ['required', 'hidden', 'presentable', 'system'] as const) {
+    if (def[key] !== undefined && typeof def[key] !== 'boolean') throw new SchemaError(`${where}: ${key} must be true or false`);
+  }
+  for (const key of ['help', 'id'] as const) {
+    if (def[key] !== undefined && typeof def[key] !== 'string') throw new SchemaError(`${where}: ${key} must be a string`);
+  }
+  if (def.system === true) {
+    throw new SchemaError(`${where}: system fields are recordbase's own (id, created, updated); leave PocketBase's system fields out of the definition`);
+  }
+}
 
 /** A declaration of some field type: the base and the `type` that selects the rest. */
 export interface TypedFieldDefinition extends FieldBase {
@@ -44,7 +68,7 @@ export interface FieldSchemaOf<D extends TypedFieldDefinition> {
   readonly system: false;
   /** Target collection name, for relation fields. */
   readonly relationTo?: string;
-  /** The user's declaration. */
+  /** The user's declaration, normalised (FieldTypeSpec.normalize): PocketBase's spellings of "unset" left out. */
   readonly definition: D;
 }
 
@@ -64,6 +88,16 @@ export interface ValueContext {
   readonly uploaded: ReadonlySet<string>;
 }
 
+/** What the server knows when it fills a value of its own (fill): one instant per write. */
+export interface FillContext {
+  /** A create (an update has a stored record). */
+  readonly creating: boolean;
+  /** The stored value (the empty value on create). */
+  readonly previous: unknown;
+  /** The write's instant, the same for every field it fills. */
+  readonly now: Date;
+}
+
 /** A JSON Schema keyword a constraint may fail on, as ajv reports it. */
 export type ConstraintKeyword = 'type' | 'enum' | 'maxItems' | 'minLength' | 'maxLength' | 'minimum' | 'maximum' | 'pattern' | 'format';
 
@@ -79,6 +113,8 @@ export interface FieldTypeSpec<D extends TypedFieldDefinition> {
   /** How a single value is stored; a multi-valued field (isMultiple) is `array` whatever this says. */
   readonly storage: StorageKind;
   readonly modifiers: ModifierSupport;
+  /** The server alone writes the field (autodate): a client's key for it is ignored, as PocketBase ignores it. */
+  readonly serverOnly: boolean;
   /** The error for several values sent to the field while it holds one (after modifiers and uploads too, for list types). */
   readonly tooManyError: FieldError;
   /** Ajv formats the constraints name, by format name (registered once for every type). */
@@ -87,6 +123,12 @@ export interface FieldTypeSpec<D extends TypedFieldDefinition> {
   readonly messages: Readonly<Partial<Record<ConstraintKeyword, (limit: unknown) => FieldError>>>;
   /** Refuses a setting validation could not enforce, with a SchemaError prefixed by `where`. */
   checkSettings(def: D, where: string): void;
+  /**
+   * The declaration as the rest of recordbase reads it: PocketBase's exports spell an unset option
+   * `null`, and some `0` or `""` (a text's `max: 0`, a file's `maxSize: 0`), which would otherwise
+   * read as a limit of nothing. Called once, after checkSettings.
+   */
+  normalize(def: D): D;
   isMultiple(def: D): boolean;
   /** The collection a relation points at; undefined for other types. */
   relationTarget(def: D): string | undefined;
@@ -99,6 +141,12 @@ export interface FieldTypeSpec<D extends TypedFieldDefinition> {
   constraints(field: FieldSchemaOf<D>): JsonSchema | null;
   /** A check ajv cannot express, on the merged value; null when the value passes. */
   checkValue(field: FieldSchemaOf<D>, value: unknown, context: ValueContext): FieldError | null;
+  /**
+   * The value to store, from the merged one, where the server sets it (an autodate's instant, a
+   * text's autogenerated value on create); validation runs on what this returns. Most types
+   * return `value`.
+   */
+  fill(field: FieldSchemaOf<D>, value: unknown, context: FillContext): unknown;
   /** The field's OpenAPI schemas, from which the TypeScript declarations are rendered too (lib/openapi/). */
   describe(field: FieldSchemaOf<D>): FieldSchemas;
 }
@@ -109,6 +157,27 @@ export type FieldTypeOptions<D extends TypedFieldDefinition> = Pick<FieldTypeSpe
 
 /** Several values for a field that holds one, for types that do not word it themselves. */
 export const SINGLE_VALUE_ONLY: FieldError = { code: 'validation_invalid_value', message: 'Must be a single value, not a list.' };
+
+/**
+ * A declaration without the options PocketBase writes for "unset": every `null`, and for `keys`
+ * also `0`, `""` and `[]` (where PocketBase reads them as "no limit" or "the default"). A new
+ * object; the user's stays as written.
+ */
+export function withoutUnset<D extends TypedFieldDefinition>(def: D, keys: readonly (keyof D & string)[]): D {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(def)) {
+    if (value === null) continue;
+    const unset = value === 0 || value === '' || (Array.isArray(value) && value.length === 0);
+    if (unset && (keys as readonly string[]).includes(key)) continue;
+    out[key] = value;
+  }
+  return out as D;
+}
+
+/** The fill of a type the server never sets: the value as merged. */
+function keepValue(_field: unknown, value: unknown): unknown {
+  return value;
+}
 
 /**
  * A field type from what it says, with the defaults of a type that has no settings, no
@@ -122,15 +191,18 @@ export function defineFieldType<D extends TypedFieldDefinition>(options: FieldTy
     keys: options.keys ?? [],
     storage: options.storage,
     modifiers: options.modifiers ?? 'none',
+    serverOnly: options.serverOnly ?? false,
     tooManyError: options.tooManyError ?? SINGLE_VALUE_ONLY,
     formats: options.formats ?? {},
     messages: options.messages ?? {},
     checkSettings: options.checkSettings ?? (() => undefined),
+    normalize: options.normalize ?? ((def: D) => withoutUnset(def, [])),
     isMultiple: options.isMultiple ?? (() => false),
     relationTarget: options.relationTarget ?? (() => undefined),
     coerce: options.coerce,
     constraints: options.constraints ?? (() => null),
     checkValue: options.checkValue ?? (() => null),
+    fill: options.fill ?? keepValue,
     describe: options.describe,
   };
 }

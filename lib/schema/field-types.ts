@@ -17,9 +17,12 @@ import { relationField } from './fields/relation.js';
 import { selectField } from './fields/select.js';
 import { textField } from './fields/text.js';
 import { urlField } from './fields/url.js';
+import { editorField } from './fields/editor.js';
+import { autodateField } from './fields/autodate.js';
+import { geoPointField } from './fields/geo-point.js';
 
 /** Every field type, in the order error messages list them. */
-export const FIELD_TYPES = [textField, numberField, boolField, emailField, urlField, dateField, selectField, jsonField, relationField, fileField] as const;
+export const FIELD_TYPES = [textField, numberField, boolField, emailField, urlField, dateField, selectField, jsonField, relationField, fileField, editorField, autodateField, geoPointField] as const;
 
 /** The declaration a field type spec checks. */
 type DefinitionOf<S> = S extends FieldTypeSpec<infer D> ? D : never;

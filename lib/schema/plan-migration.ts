@@ -13,6 +13,8 @@ export interface AppliedCollection {
 export interface DatabaseState {
   /** Table name -> column name -> information_schema data_type. */
   tables: Map<string, Map<string, string>>;
+  /** Names of the database views among the names asked about (a view collection's, or another's in its way). */
+  views?: Set<string>;
   /** Names of existing indexes in the schema. */
   indexes: Set<string>;
   /** Collection name -> last applied definition (empty when META_TABLE is new). */
@@ -132,7 +134,7 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
 
 /** The state of a database recordbase has never touched: what a dry run plans against when there is none yet. */
 export function emptyDatabaseState(): DatabaseState {
-  return { tables: new Map(), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
+  return { tables: new Map(), views: new Set(), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
 }
 
 /**
@@ -147,6 +149,17 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
   const problems: string[] = [];
   const applied = new Map<string, AppliedCollection>();
   for (const c of collections) {
+    // A view collection's database view is made once the tables exist (lib/db/sync-views.ts).
+    if (c.type === 'view') {
+      if (state.tables.has(c.table)) {
+        problems.push(`collection "${c.name}": a view collection needs its name free, but the table "${c.table}" exists; recordbase never drops it (rename or drop it in a migration)`);
+      }
+      continue;
+    }
+    if (state.views?.has(c.table)) {
+      problems.push(`collection "${c.name}": the database view "${c.table}" holds its name (was it a view collection?); drop the view (DROP VIEW "${c.table}") in a migration first`);
+      continue;
+    }
     const before = state.applied.get(c.name);
     const refused = before ? checkAgainstApplied(c, before) : [];
     statements.push(...planTable(c, state.tables.get(c.table), refused));

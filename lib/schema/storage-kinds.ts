@@ -6,7 +6,7 @@
  * (lib/schema/fields/). SQL NULL, where a kind allows it, is that kind's empty value.
  */
 import { types } from 'node:util';
-import { sql, type BindCast, type SqlFragment } from '../sql-fragment.js';
+import { rawSql, sql, type BindCast, type SqlFragment } from '../sql-fragment.js';
 import { formatRecordDate, hasRecordDateShape } from './record-date.js';
 
 /**
@@ -17,8 +17,16 @@ import { formatRecordDate, hasRecordDateShape } from './record-date.js';
  * - `number`: double precision, NULL when empty
  * - `date`: timestamptz(3), NULL when empty
  * - `json`: jsonb, NULL when empty
+ * - `geoPoint`: jsonb `{"lon": x, "lat": y}` NOT NULL DEFAULT `{"lon": 0, "lat": 0}` (PocketBase's
+ *   column), the origin ("Null Island") being the empty value
  */
-export type StorageKind = 'text' | 'array' | 'bool' | 'number' | 'date' | 'json';
+export type StorageKind = 'text' | 'array' | 'bool' | 'number' | 'date' | 'json' | 'geoPoint';
+
+/** A geographic point as records hold it: longitude then latitude, in degrees (PocketBase's key order). */
+export interface GeoPoint {
+  lon: number;
+  lat: number;
+}
 
 /** Everything that follows from one storage kind. */
 export interface StorageKindSpec {
@@ -65,6 +73,28 @@ function passThrough<T>(value: T): T {
 
 function toJsonText(value: unknown): unknown {
   return isNullish(value) ? value : JSON.stringify(value);
+}
+
+/** The empty geoPoint in SQL: what the column defaults to. */
+const ORIGIN_SQL = `'{"lon": 0, "lat": 0}'::jsonb`;
+
+/**
+ * Reads a stored point (jsonb keeps its own key order, `lat` first) in PocketBase's order; anything
+ * that is not a point with two numbers (a row written by hand) reads as the origin.
+ */
+function readGeoPoint(raw: unknown): GeoPoint {
+  const point = typeof raw === 'string' ? safeParse(raw) : raw;
+  if (point === null || typeof point !== 'object') return { lon: 0, lat: 0 };
+  const { lon, lat } = point as Record<string, unknown>;
+  return { lon: typeof lon === 'number' ? lon : 0, lat: typeof lat === 'number' ? lat : 0 };
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
 }
 
 function castToText(expr: SqlFragment): SqlFragment {
@@ -158,6 +188,23 @@ export const STORAGE_KINDS: Readonly<Record<StorageKind, StorageKindSpec>> = {
     fillEmptySql: passThrough,
     toTextSql: (expr) => sql`(${expr} #>> '{}')`,
     readColumn: (raw) => raw ?? null,
+    toColumn: toJsonText,
+  },
+  geoPoint: {
+    dataType: 'jsonb',
+    columnDdl: `jsonb NOT NULL DEFAULT ${ORIGIN_SQL}`,
+    bindCast: 'jsonb',
+    neverNull: true,
+    emptyValue: () => ({ lon: 0, lat: 0 }),
+    // PocketBase's rule: a required point must not be the origin.
+    isBlank: (value) => {
+      const point = value as Partial<GeoPoint> | null | undefined;
+      return (point?.lon ?? 0) === 0 && (point?.lat ?? 0) === 0;
+    },
+    isEmptySql: (expr) => sql`${expr} = ${rawSql(ORIGIN_SQL)}`,
+    fillEmptySql: (expr) => sql`COALESCE(${expr}, ${rawSql(ORIGIN_SQL)})`,
+    toTextSql: castToText,
+    readColumn: readGeoPoint,
     toColumn: toJsonText,
   },
 };

@@ -147,6 +147,31 @@ describe('the recordbase executable and the demo', () => {
     expect(existsSync(join(dir, 'data'))).toBe(false);
   }, 60_000);
 
+  test('openapi and types with a view collection read its fields from the database, and leave the database as it was', async () => {
+    const cli = join(root, 'dist/lib/cli/main.js');
+    await writeFile(
+      join(dir, 'recordbase.config.js'),
+      `export default { dataDir: ${JSON.stringify(join(dir, 'data'))}, collections: [
+        { name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: '', view: '', create: '' } },
+        { name: 'note_sizes', type: 'view', viewQuery: 'SELECT id, text, length(text) AS size FROM notes', rules: { list: '', view: '' } },
+      ] };\n`,
+    );
+    const document = JSON.parse((await run(process.execPath, [cli, 'openapi'], { cwd: dir })).stdout);
+    await expectValidOpenApi(document);
+    expect(Object.keys(document.paths['/api/collections/note_sizes/records'])).toEqual(['get']);
+    expect(Object.keys(document.paths['/api/collections/note_sizes/records/{id}'])).toEqual(['parameters', 'get']);
+    const record = document.components.schemas.NoteSizesRecord;
+    expect(record.properties.text).toMatchObject({ type: 'string' });
+    expect(record.properties.size).toMatchObject({ type: ['number', 'null'] });
+    expect(document.components.schemas.NoteSizesCreate).toBeUndefined();
+    const types = (await run(process.execPath, [cli, 'types'], { cwd: dir })).stdout;
+    expect(types).toMatch(/export interface NoteSizesRecord \{[^}]*\n {2}size: number \| null;/);
+    expect(types).toContain('export type NoteSizesCreate = never;');
+    // The tables and the view were made inside a transaction rolled back: the sync still has all of it to do.
+    const plan = await run(process.execPath, [cli, 'migrate', '--dry-run'], { cwd: dir });
+    expect(plan.stdout).toContain('CREATE TABLE "notes"');
+  }, 90_000);
+
   test('serve, the demo and the gallery fail with the error when the port is taken, and print no address', async () => {
     const taken = await occupyPort();
     try {

@@ -14,6 +14,7 @@ const SAMPLES: Record<StorageKind, { value: unknown; text: string; emptyIsNull: 
   number: { value: 12.5, text: '12.5', emptyIsNull: true },
   date: { value: '2024-05-01 10:20:30.400Z', text: '2024-05-01 10:20:30.400Z', emptyIsNull: true },
   json: { value: { a: [1, 'x'] }, text: '{"a": [1, "x"]}', emptyIsNull: true },
+  geoPoint: { value: { lon: 23.32, lat: 42.69 }, text: '{"lat": 42.69, "lon": 23.32}', emptyIsNull: true },
 };
 
 /**

@@ -47,7 +47,7 @@ describe.each(testEngines())('uploads stream on %s: memory stays flat', (engine)
     const collections = fileCollections();
     // large, many files for this suite
     const albums = collections.find((c) => c.name === 'albums')!;
-    albums.fields = albums.fields.map((f) => (f.name === 'docs' ? { ...f, maxSelect: 50 } : f));
+    albums.fields = albums.fields!.map((f) => (f.name === 'docs' ? { ...f, maxSelect: 50 } : f));
     app = await startTestApp(engine, { collections, limits: { maxFileSize: 200 * MIB, maxBodySize: 400 * MIB } });
   }, APP_START_TIMEOUT);
   afterAll(async () => {

@@ -20,7 +20,7 @@ export function compileComponentSchemas(document: OpenApiDocument): (name: strin
   const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true });
   (addFormats as unknown as (ajv: Ajv2020) => void)(ajv);
   ajv.addFormat('binary', true);
-  ajv.addVocabulary(['x-recordbase-relation']);
+  ajv.addVocabulary(['x-recordbase-relation', 'x-recordbase-presentable']);
   const id = 'https://recordbase.invalid/openapi.json';
   const rewritten = JSON.parse(JSON.stringify({ $id: id, $defs: schemas }).replaceAll('#/components/schemas/', '#/$defs/')) as object;
   ajv.addSchema(rewritten);

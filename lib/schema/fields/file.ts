@@ -6,7 +6,7 @@
 import { SchemaError, type FieldError } from '../../errors.js';
 import { createFieldError, quoteValue } from '../coerce-value.js';
 import { listOf, oneOrMany, type FieldSchemas, type JsonSchema } from '../field-schemas.js';
-import { defineFieldType, type FieldSchemaOf } from '../field-type-spec.js';
+import { defineFieldType, withoutUnset, type FieldSchemaOf } from '../field-type-spec.js';
 import { parseThumbSize } from '../thumb-size.js';
 import { checkMaxSelect } from './check-limit.js';
 import { constrainItems, describeListBehaviour, type ListFieldDefinition } from './list-field.js';
@@ -14,7 +14,7 @@ import { constrainItems, describeListBehaviour, type ListFieldDefinition } from 
 /** A file field's declaration. */
 export interface FileFieldDefinition extends ListFieldDefinition {
   type: 'file';
-  /** Maximum size of one file in bytes. */
+  /** Maximum size of one file in bytes; 0 (PocketBase's "unset") is none beyond the router's maxFileSize. */
   maxSize?: number;
   /** Allowed MIME types, sniffed from the bytes. Empty or absent: any. */
   mimeTypes?: string[];
@@ -37,13 +37,13 @@ const BINARY_PART: JsonSchema = { type: 'string', format: 'binary', contentMedia
  */
 function checkFileSettings(def: FileFieldDefinition, where: string): void {
   checkMaxSelect(where, def.maxSelect);
-  if (def.maxSize !== undefined && (!Number.isSafeInteger(def.maxSize) || def.maxSize < 1)) {
-    throw new SchemaError(`${where}: maxSize must be a positive integer (bytes)`);
+  if (def.maxSize !== undefined && def.maxSize !== null && (!Number.isSafeInteger(def.maxSize) || def.maxSize < 0)) {
+    throw new SchemaError(`${where}: maxSize must be a positive integer (bytes), or 0 for none`);
   }
-  if (def.mimeTypes !== undefined && (!Array.isArray(def.mimeTypes) || def.mimeTypes.some((m) => typeof m !== 'string' || !MIME_TYPE.test(m)))) {
+  if (def.mimeTypes !== undefined && def.mimeTypes !== null && (!Array.isArray(def.mimeTypes) || def.mimeTypes.some((m) => typeof m !== 'string' || !MIME_TYPE.test(m)))) {
     throw new SchemaError(`${where}: mimeTypes must be an array of MIME types such as "image/png"`);
   }
-  if (def.thumbs !== undefined) {
+  if (def.thumbs !== undefined && def.thumbs !== null) {
     if (!Array.isArray(def.thumbs)) throw new SchemaError(`${where}: thumbs must be an array of sizes such as "100x100"`);
     for (const size of def.thumbs) {
       const parsed = parseThumbSize(size);
@@ -106,6 +106,7 @@ export const fileField = defineFieldType<FileFieldDefinition>({
   ...describeListBehaviour<FileFieldDefinition>(TOO_MANY_FILES),
   messages: { maxItems: (limit) => ({ code: 'validation_too_many_files', message: `Too many files; at most ${String(limit)} allowed.` }) },
   checkSettings: checkFileSettings,
+  normalize: (def) => withoutUnset(def, ['maxSize', 'maxSelect']),
   constraints: (field) => constrainItems(field, { type: 'string' }, field.definition.maxSelect),
   /** A write may keep current names and add this request's uploads, never name a file it did not upload. */
   checkValue(_field, value, context) {

@@ -1,13 +1,13 @@
 /** The `json` field type: any JSON value, `null` when empty, at most `maxSize` bytes serialised. */
 import { fail, succeed, type CoerceResult, type InputSource } from '../coerce-value.js';
 import { sameInput } from '../field-schemas.js';
-import { defineFieldType, type FieldBase } from '../field-type-spec.js';
+import { defineFieldType, withoutUnset, type FieldBase } from '../field-type-spec.js';
 import { checkLimit } from './check-limit.js';
 
 /** A json field's declaration. */
 export interface JsonFieldDefinition extends FieldBase {
   type: 'json';
-  /** Maximum size of the serialised JSON in bytes. Default 1 MiB. */
+  /** Maximum size of the serialised JSON in bytes. Default (and 0, as PocketBase writes it) 1 MiB. */
   maxSize?: number;
 }
 
@@ -50,6 +50,7 @@ export const jsonField = defineFieldType<JsonFieldDefinition>({
   keys: ['maxSize'],
   storage: 'json',
   checkSettings: (def, where) => checkLimit(where, { name: 'maxSize', value: def.maxSize, integer: true }),
+  normalize: (def) => withoutUnset(def, ['maxSize']),
   coerce: (field, raw, source) => coerceJson(field.definition, raw, source),
   describe({ definition: def }) {
     const size = def.maxSize !== undefined ? ` At most ${def.maxSize} bytes serialised.` : '';

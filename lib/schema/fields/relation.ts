@@ -1,9 +1,9 @@
 /** The `relation` field type: the id of a record of `collection` (`""` for none), or a list of ids with `maxSelect` > 1. */
 import { SchemaError } from '../../errors.js';
 import { describeListModifiers, listOf, sameInput, type JsonSchema } from '../field-schemas.js';
-import { defineFieldType } from '../field-type-spec.js';
+import { defineFieldType, withoutUnset } from '../field-type-spec.js';
 import { OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN } from '../record-id.js';
-import { checkMaxSelect } from './check-limit.js';
+import { checkLimit, checkMaxSelect } from './check-limit.js';
 import { constrainItems, describeListBehaviour, TOO_MANY_VALUES, type ListFieldDefinition } from './list-field.js';
 
 /** A relation field's declaration. */
@@ -13,6 +13,8 @@ export interface RelationFieldDefinition extends ListFieldDefinition {
   collection: string;
   /** Delete this record when the referenced record is deleted. */
   cascadeDelete?: boolean;
+  /** At least this many ids when the field is not empty (`validation_not_enough_values`); an empty field is `required`'s business. */
+  minSelect?: number;
 }
 
 /**
@@ -21,7 +23,7 @@ export interface RelationFieldDefinition extends ListFieldDefinition {
  */
 export const relationField = defineFieldType<RelationFieldDefinition>({
   type: 'relation',
-  keys: ['collection', 'maxSelect', 'cascadeDelete'],
+  keys: ['collection', 'maxSelect', 'cascadeDelete', 'minSelect'],
   ...describeListBehaviour<RelationFieldDefinition>(TOO_MANY_VALUES),
   messages: { pattern: () => ({ code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' }) },
   checkSettings(def, where) {
@@ -29,9 +31,20 @@ export const relationField = defineFieldType<RelationFieldDefinition>({
       throw new SchemaError(`${where}: a relation field needs "collection", the target collection's name`);
     }
     checkMaxSelect(where, def.maxSelect);
+    checkLimit(where, { name: 'minSelect', value: def.minSelect, integer: true });
+    // PocketBase's rule: maxSelect is at least minSelect (a single relation holds one id).
+    if (typeof def.minSelect === 'number' && def.minSelect > Math.max(def.maxSelect ?? 1, 1)) {
+      throw new SchemaError(`${where}: minSelect (${def.minSelect}) is more than maxSelect (${def.maxSelect ?? 1})`);
+    }
   },
+  normalize: (def) => withoutUnset(def, ['maxSelect', 'minSelect']),
   relationTarget: (def) => def.collection,
   constraints: (field) => constrainItems(field, { type: 'string', pattern: RECORD_ID_PATTERN }, field.definition.maxSelect),
+  checkValue({ definition: def }, value) {
+    const count = Array.isArray(value) ? value.length : typeof value === 'string' && value !== '' ? 1 : 0;
+    if (def.minSelect === undefined || count === 0 || count >= def.minSelect) return null;
+    return { code: 'validation_not_enough_values', message: `Select at least ${def.minSelect}.` };
+  },
   describe(field) {
     const def = field.definition;
     const target = `"${def.collection}"`;
@@ -39,7 +52,12 @@ export const relationField = defineFieldType<RelationFieldDefinition>({
     const extension = { 'x-recordbase-relation': def.collection };
     if (field.multiple) {
       const record = { type: 'array', items: { type: 'string' }, description: `Ids of ${target} records.`, ...extension };
-      const input = { ...listOf(field, id, def.maxSelect), description: `Ids of ${target} records.`, ...extension };
+      const input: JsonSchema = { ...listOf(field, id, def.maxSelect), description: `Ids of ${target} records.`, ...extension };
+      if (def.minSelect !== undefined && def.minSelect > 1) {
+        if (field.required) input.minItems = def.minSelect;
+        else input.anyOf = [{ maxItems: 0 }, { minItems: def.minSelect }];
+        input.description = field.required ? `Ids of ${target} records: at least ${def.minSelect}.` : `Ids of ${target} records: none, or at least ${def.minSelect}.`;
+      }
       return { ...sameInput(record, input), ...describeListModifiers(field, id, id) };
     }
     const description = field.required ? `Id of a ${target} record.` : `Id of a ${target} record, or "" for none.`;

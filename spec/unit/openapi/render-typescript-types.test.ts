@@ -23,4 +23,29 @@ describe('the TypeScript types', () => {
     const version = (buildOpenApiDocument(registry, options).info as { version: string }).version;
     expect(versionOf(renderTypeScriptTypes(registry, options))).toBe(version);
   });
+
+  test('type a geoPoint as { lon: number; lat: number }, an editor as a string, leave autodate out of the bodies, and carry help as a comment', () => {
+    const { limits, multipartUpdate } = resolveOptions({ collections: [] }, {});
+    const places = buildSchemaRegistry([
+      {
+        name: 'places',
+        fields: [
+          { name: 'loc', type: 'geoPoint', help: 'Where it is.' },
+          { name: 'seen', type: 'autodate', onCreate: true },
+          { name: 'changed', type: 'autodate', onUpdate: true },
+          { name: 'notes', type: 'editor', maxSize: 100, required: true },
+        ],
+      },
+    ]);
+    const types = renderTypeScriptTypes(places, { limits, multipartUpdate });
+    expect(types).toContain('  /** Where it is. A point; {"lon": 0, "lat": 0} when empty. */\n  loc: { lon: number; lat: number };');
+    expect(types).toContain('  loc?: { lon: number; lat: number } | null;');
+    expect(types).toMatch(/seen: string \| null;/);
+    expect(types).toContain('  /** YYYY-MM-DD hh:mm:ss.mmmZ (UTC), set by the server on every update (null until the first). */\n  changed: string | null;');
+    expect(types).toContain('  notes: string;\n');
+    expect(types).toContain('  /** HTML, kept as sent; at most 100 bytes (UTF-8). */\n  notes: string;');
+    expect(types).toContain('  /** HTML, kept as sent; at most 100 bytes (UTF-8). */\n  notes?: string;');
+    const bodies = types.slice(types.indexOf('export interface PlacesCreate'));
+    expect(bodies.slice(0, bodies.indexOf('export interface CollectionRecords'))).not.toMatch(/seen|changed/);
+  });
 });

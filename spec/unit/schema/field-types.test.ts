@@ -11,13 +11,15 @@ import { STORAGE_KINDS, type StorageKind } from '../../../lib/schema/storage-kin
 function minimalDefinition(type: FieldType, name = 'f'): FieldDefinition {
   if (type === 'select') return { name, type, values: ['a'] };
   if (type === 'relation') return { name, type, collection: 'c' };
+  if (type === 'autodate') return { name, type, onCreate: true };
   return { name, type } as FieldDefinition;
 }
 
 /** docs/collections.md's field table: type -> its options, empty value and column cells. */
 function readDocumentedTypes(): Map<string, { options: string[]; empty: string; column: string }> {
   const doc = readFileSync(new URL('../../../docs/collections.md', import.meta.url), 'utf8');
-  const section = doc.slice(doc.indexOf('## Field types'), doc.indexOf('## Rules'));
+  const start = doc.indexOf('## Field types');
+  const section = doc.slice(start, doc.indexOf('\n#', start + 1));
   const rows = new Map<string, { options: string[]; empty: string; column: string }>();
   for (const line of section.split('\n')) {
     const cells = line.split('|').map((cell) => cell.trim());
@@ -28,12 +30,39 @@ function readDocumentedTypes(): Map<string, { options: string[]; empty: string; 
   return rows;
 }
 
+/** docs/collections.md's "PocketBase field types and options" table: PocketBase type -> the row's text. */
+function readParityTable(): Map<string, string> {
+  const doc = readFileSync(new URL('../../../docs/collections.md', import.meta.url), 'utf8');
+  const start = doc.indexOf('### PocketBase field types and options');
+  const section = doc.slice(start, doc.indexOf('\n#', start + 1));
+  const rows = new Map<string, string>();
+  for (const line of section.split('\n')) {
+    const cells = line.split('|').map((cell) => cell.trim());
+    const type = /^`(\w+)`$/.exec(cells[1] ?? '')?.[1];
+    if (type !== undefined) rows.set(type, cells.slice(2).join('|'));
+  }
+  return rows;
+}
+
+/** Every field type PocketBase has (its core/field_*.go). */
+const POCKETBASE_TYPES = ['text', 'editor', 'number', 'bool', 'email', 'url', 'date', 'autodate', 'select', 'file', 'relation', 'json', 'geoPoint', 'password'];
+
 describe('the field type registry', () => {
+  test("docs/collections.md's PocketBase table has a row for each of PocketBase's types, naming each option recordbase knows", () => {
+    const rows = readParityTable();
+    expect([...rows.keys()].sort()).toEqual([...POCKETBASE_TYPES].sort());
+    for (const spec of FIELD_TYPES) {
+      // A relation's `collection` is PocketBase's `collectionId`, which the row names.
+      const options = spec.keys.map((key) => (key === 'collection' ? 'collectionId' : key));
+      for (const option of options) expect({ type: spec.type, option, named: rows.get(spec.type)!.includes(`\`${option}\``) }).toEqual({ type: spec.type, option, named: true });
+    }
+  });
+
   test('each type is registered once, under the name its spec carries', () => {
     const names = FIELD_TYPES.map((spec) => spec.type);
     expect(new Set(names).size).toBe(names.length);
     for (const spec of FIELD_TYPES) expect(findFieldType(spec.type)).toBe(spec);
-    expect(findFieldType('geoPoint')).toBeUndefined();
+    expect(findFieldType('geopoint')).toBeUndefined();
     expect(findFieldType('constructor')).toBeUndefined();
     expect(findFieldType(42)).toBeUndefined();
   });
@@ -56,7 +85,7 @@ describe('the field type registry', () => {
     const spec = findFieldType(type)!;
     const declare = (field: object) => buildSchemaRegistry([{ name: 'c', fields: [field as FieldDefinition] }]);
     expect(() => declare(minimalDefinition(type))).not.toThrow();
-    const known = ['name', 'type', 'required', 'hidden', ...spec.keys].join(', ');
+    const known = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system', ...spec.keys].join(', ');
     expect(() => declare({ ...minimalDefinition(type), colour: 'red' })).toThrow(new SchemaError(`collection "c", field "f": unknown key "colour" (known: ${known})`));
   });
 

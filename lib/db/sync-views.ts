@@ -1,0 +1,161 @@
+import type { Knex } from 'knex';
+import { SchemaError } from '../errors.js';
+import { quoteIdent as q } from '../sql-fragment.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import { inferViewCollection, viewSelectSql, wrapViewQuery, type ViewColumn } from '../schema/view-schema.js';
+import { readColumnOrigins } from './read-query-origins.js';
+
+/**
+ * The temporary view a query is asked about: temporary objects belong to the session, so this
+ * name is never shared with another instance, and it is dropped before the sync's transaction ends.
+ */
+const PROBE_VIEW = '_rb_view_probe';
+
+/** The view collections after a sync: each completed with its fields, and the DDL it ran. */
+export interface ViewSync {
+  readonly views: ReadonlyMap<string, CollectionSchema>;
+  readonly statements: readonly string[];
+}
+
+/**
+ * Creates or replaces the database views of the view collections, in declaration order, and
+ * returns them with their fields (lib/schema/view-schema.ts). Run inside the schema sync's
+ * transaction, after the tables. Each query is first asked about as a temporary view: its columns,
+ * their types and origins give the fields, the fields give the view's SELECT. Where every view
+ * already reads as that SELECT, nothing changes (a restart runs no DDL on them); otherwise all of
+ * them are dropped in one statement and made again in order, since a view may read the views
+ * declared before it. Other database objects that depend on one of them make the drop fail, and
+ * the sync with it, naming the view: recordbase drops nothing it did not make.
+ */
+export async function syncViews(trx: Knex.Transaction, collections: readonly CollectionSchema[]): Promise<ViewSync> {
+  const views = collections.filter((c) => c.type === 'view');
+  if (views.length === 0) return { views: new Map(), statements: [] };
+  const existing = await readExistingViews(trx, views);
+  const unchanged = existing.size === views.length ? await inferViews(trx, { views, collections, create: false }) : undefined;
+  if (unchanged) return unchanged;
+  const statements: string[] = [];
+  if (existing.size > 0) {
+    const drop = `DROP VIEW IF EXISTS ${[...existing].map((name) => q(name)).join(', ')}`;
+    await runOrExplain(trx, drop, (message) => `the view collections ${[...existing].join(', ')} must be replaced, but: ${message} (drop what depends on them, or read the tables instead)`);
+    statements.push(drop);
+  }
+  const made = await inferViews(trx, { views, collections, create: true });
+  return { views: made!.views, statements: [...statements, ...made!.statements] };
+}
+
+/** The declared views that exist as views; a declared view whose name a table (or anything else) holds is refused. */
+async function readExistingViews(trx: Knex.Transaction, views: readonly CollectionSchema[]): Promise<Set<string>> {
+  const result: { rows: { relname: string; relkind: string }[] } = await trx.raw(
+    `SELECT c.relname, c.relkind::text AS relkind FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(?::text[])`,
+    [views.map((v) => v.table)],
+  );
+  const existing = new Set<string>();
+  for (const row of result.rows) {
+    if (row.relkind !== 'v') {
+      throw new SchemaError(`collection "${row.relname}": a view collection needs its name free, but a table (or other relation) "${row.relname}" exists; recordbase never drops it (rename or drop it in a migration)`);
+    }
+    existing.add(row.relname);
+  }
+  return existing;
+}
+
+/**
+ * Infers each view in order. `create: false` compares each with the view in place and stops
+ * (undefined) at the first that differs; `create: true` makes each (the old ones are gone).
+ */
+async function inferViews(trx: Knex.Transaction, options: { views: readonly CollectionSchema[]; collections: readonly CollectionSchema[]; create: boolean }): Promise<ViewSync | undefined> {
+  const done = new Map<string, CollectionSchema>();
+  const declared = new Map(options.collections.map((c) => [c.table, c]));
+  const statements: string[] = [];
+  for (const view of options.views) {
+    const probe = await probeQuery(trx, view, wrapViewQuery(view.viewQuery ?? ''));
+    const later = probe.reads.find((table) => declared.get(table)?.type === 'view' && !done.has(table));
+    if (later !== undefined) {
+      throw new SchemaError(`collection "${view.name}": its viewQuery reads the view collection "${later}", declared after it (or itself); declare "${later}" first`);
+    }
+    const sourceOf = (table: string) => done.get(table) ?? (declared.get(table)?.type === 'base' ? declared.get(table) : undefined);
+    const complete = inferViewCollection({ view, columns: probe.columns, sourceOf });
+    const select = viewSelectSql(complete, probe.columns);
+    if (options.create) {
+      const statement = `CREATE VIEW ${q(view.table)} AS ${select}`;
+      await runOrExplain(trx, statement, (message) => `collection "${view.name}": its view could not be made: ${message}`);
+      statements.push(statement);
+    } else if (!(await isSameView(trx, view, select))) {
+      return undefined;
+    }
+    done.set(view.table, complete);
+  }
+  return { views: done, statements };
+}
+
+/** What the database says of a query: its columns (name, type, origin) and the relations of this schema it reads. */
+interface ProbedQuery {
+  readonly columns: ViewColumn[];
+  readonly reads: string[];
+}
+
+/**
+ * Makes `select` a temporary view, reads what Postgres knows of it, and drops it. A query that
+ * does not run is the view collection's SchemaError, with Postgres's message.
+ */
+async function probeQuery(trx: Knex.Transaction, view: CollectionSchema, select: string): Promise<ProbedQuery> {
+  await runOrExplain(trx, `CREATE TEMPORARY VIEW ${q(PROBE_VIEW)} AS ${select}`, (message) => `collection "${view.name}": its viewQuery does not run: ${message}`);
+  const oid = `to_regclass('pg_temp.${PROBE_VIEW}')`;
+  const columns: { rows: { name: string; type: string; position: number }[] } = await trx.raw(
+    `SELECT a.attname AS name, format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS type, a.attnum::int AS position
+     FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+     WHERE a.attrelid = ${oid} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+  );
+  const rule: { rows: { tree: string }[] } = await trx.raw(`SELECT ev_action::text AS tree FROM pg_rewrite WHERE ev_class = ${oid} AND rulename = '_RETURN'`);
+  const origins = readColumnOrigins(rule.rows[0]?.tree ?? '()').filter((o) => o.table !== 0);
+  const named: { rows: { position: number; relname: string; attname: string }[] } = await trx.raw(
+    `SELECT o.position::int AS position, c.relname, a.attname
+     FROM unnest(?::int[], ?::oid[], ?::int[]) AS o(position, tbl, col)
+     JOIN pg_class c ON c.oid = o.tbl JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = o.col
+     WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+    [origins.map((o) => o.position), origins.map((o) => o.table), origins.map((o) => o.column)],
+  );
+  const reads: { rows: { relname: string }[] } = await trx.raw(
+    `SELECT DISTINCT c.relname FROM pg_rewrite r
+     JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+     JOIN pg_class c ON c.oid = d.refobjid
+     WHERE r.ev_class = ${oid} AND c.oid <> ${oid} AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+  );
+  await trx.raw(`DROP VIEW ${q(PROBE_VIEW)}`);
+  const sources = new Map(named.rows.map((row) => [row.position, { table: row.relname, column: row.attname }]));
+  return {
+    columns: columns.rows.map((row) => ({ name: row.name, dataType: row.type, ...(sources.has(row.position) ? { source: sources.get(row.position)! } : {}) })),
+    reads: reads.rows.map((row) => row.relname),
+  };
+}
+
+/** Whether the view in place reads exactly as `select` would (both as Postgres prints them back). */
+async function isSameView(trx: Knex.Transaction, view: CollectionSchema, select: string): Promise<boolean> {
+  await executeDdl(trx, `CREATE TEMPORARY VIEW ${q(PROBE_VIEW)} AS ${select}`);
+  const result: { rows: { same: boolean }[] } = await trx.raw(
+    `SELECT pg_get_viewdef(to_regclass('pg_temp.${PROBE_VIEW}')) = pg_get_viewdef(to_regclass(format('%I.%I', current_schema(), ?::text))) AS same`,
+    [view.table],
+  );
+  await trx.raw(`DROP VIEW ${q(PROBE_VIEW)}`);
+  return result.rows[0]?.same === true;
+}
+
+/** Runs DDL whose failure is the definition's fault: the database's message becomes a SchemaError. */
+async function runOrExplain(trx: Knex.Transaction, statement: string, explain: (message: string) => string): Promise<void> {
+  try {
+    await executeDdl(trx, statement);
+  } catch (err) {
+    // Knex prefixes the statement's text: the database's own message is what follows it.
+    throw new SchemaError(explain(err instanceof Error ? err.message.replace(/^[\s\S]*? - /, '') : String(err)));
+  }
+}
+
+/**
+ * Runs a statement that holds the host's SQL as a bound value, executed by the database: Knex
+ * rewrites every `?` of a statement's text into a parameter (and a backslash before one away), so
+ * a view reading a jsonb `?` operator or a `'\\?'` pattern would not reach Postgres as written.
+ */
+async function executeDdl(trx: Knex.Transaction, statement: string): Promise<void> {
+  await trx.raw(`SELECT set_config('recordbase.view_statement', ?, true)`, [statement]);
+  await trx.raw(`DO $do$ BEGIN EXECUTE current_setting('recordbase.view_statement'); END $do$`);
+}

@@ -1,0 +1,139 @@
+/**
+ * View collections (PocketBase's `view` type, docs/collections.md "View collections") in the
+ * schema: which fields a view's columns make, and the SELECT its database view is made of. Pure:
+ * the database's description of the query's columns comes in (lib/db/sync-views.ts asks for it
+ * when the schema is synced), checked collections and SQL text go out.
+ */
+import { SchemaError } from '../errors.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
+import { assembleSchemaRegistry, buildViewCollection, type CollectionSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
+import type { FieldDefinition } from './definitions.js';
+import { STORAGE_KINDS } from './storage-kinds.js';
+
+/** One column of a view's query, as the database describes it. */
+export interface ViewColumn {
+  readonly name: string;
+  /** The column's type as `format_type` names it (a domain's base type): `text`, `bigint`, `timestamp with time zone`, ... */
+  readonly dataType: string;
+  /** The table column it copies unchanged, when it is one (a plain `p.author`, through joins and subqueries): table and column name. */
+  readonly source?: { readonly table: string; readonly column: string };
+}
+
+/** The alias of the host's query inside the view's SELECT. */
+const SOURCE_ALIAS = '_rb_view_source';
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Keys every record carries besides its fields: a column of that name would be hidden behind them. */
+const RECORD_KEYS = ['collectionId', 'collectionName', 'expand'];
+
+/** Postgres types by the field type a column of that type becomes when it copies no collection field; anything else is `json`. */
+const TYPE_FAMILIES: ReadonlyMap<string, 'text' | 'number' | 'bool' | 'date'> = new Map([
+  ...['text', 'character varying', 'character', 'name', 'uuid', 'citext'].map((t) => [t, 'text'] as const),
+  ...['smallint', 'integer', 'bigint', 'real', 'double precision', 'numeric'].map((t) => [t, 'number'] as const),
+  ['boolean', 'bool'],
+  ...['timestamp with time zone', 'timestamp without time zone', 'date'].map((t) => [t, 'date'] as const),
+]);
+
+/**
+ * The host's query as one subquery, which is how the view reads it: a trailing `;` dropped, on
+ * lines of its own so that a `--` comment at its end cannot swallow the closing parenthesis. A
+ * second statement inside the parentheses is a syntax error (PocketBase wraps it the same way).
+ */
+export function wrapViewQuery(query: string): string {
+  return selectFromQuery('*', query);
+}
+
+function selectFromQuery(list: string, query: string): string {
+  const body = query.trim().replace(/[;\s]+$/, '');
+  return `SELECT ${list} FROM (\n${body}\n) AS ${q(SOURCE_ALIAS)}`;
+}
+
+/**
+ * The fields a view's columns make (after PocketBase's `CreateViewFields`):
+ * - `id` is required, and is the record id whatever its type (read as text);
+ * - a column that copies a field of a collection (`p.author`, `p.title AS heading`) is that
+ *   field, with every option (a relation, a file, a select's values, `hidden`), under its new name;
+ * - a column that copies a collection's `id` is a single relation to that collection;
+ * - `created` and `updated` of a date type are the system dates, as on a table;
+ * - any other column has the type of its SQL type: text, number, bool, date, else json.
+ * Refuses a view without `id`, a column no field could be named after (`?column?`: name it with
+ * AS) and a column named as a record key.
+ */
+export function inferViewFields(options: { view: CollectionSchema; columns: readonly ViewColumn[]; sourceOf(table: string): CollectionSchema | undefined }): InferredViewFields {
+  const { view, columns } = options;
+  const where = `collection "${view.name}"`;
+  if (!columns.some((c) => c.name === 'id')) {
+    throw new SchemaError(`${where}: its viewQuery has no "id" column, which every view needs (as in PocketBase); select a unique value per row AS id, for example (ROW_NUMBER() OVER ())::text AS id`);
+  }
+  const fields: FieldDefinition[] = [];
+  const systemDates: ('created' | 'updated')[] = [];
+  for (const column of columns) {
+    if (column.name === 'id') continue;
+    if (!FIELD_NAME.test(column.name) || column.name.length > 63) {
+      throw new SchemaError(`${where}: the viewQuery's column "${column.name}" cannot be a field name ([A-Za-z_][A-Za-z0-9_]*); name it with AS`);
+    }
+    if (RECORD_KEYS.includes(column.name)) throw new SchemaError(`${where}: the viewQuery's column "${column.name}" has the name of a record key; rename it with AS`);
+    const definition = defineColumn(column, options.sourceOf);
+    if (column.name === 'created' || column.name === 'updated') {
+      if (definition.type !== 'date') throw new SchemaError(`${where}: the viewQuery's column "${column.name}" must be a date (a record's ${column.name}), or be renamed with AS`);
+      systemDates.push(column.name);
+      continue;
+    }
+    fields.push(definition);
+  }
+  return { fields, systemDates };
+}
+
+/** One column's field declaration (see inferViewFields). */
+function defineColumn(column: ViewColumn, sourceOf: (table: string) => CollectionSchema | undefined): FieldDefinition {
+  const source = column.source && sourceOf(column.source.table);
+  const copied = column.source && source?.field(column.source.column);
+  if (source && copied) {
+    if (copied.name === 'id') return { name: column.name, type: 'relation', collection: source.name };
+    if (!copied.system) return { ...copied.definition, name: column.name } as FieldDefinition;
+  }
+  return { name: column.name, type: TYPE_FAMILIES.get(column.dataType) ?? 'json' } as FieldDefinition;
+}
+
+/** A view collection completed with the fields its columns make (inferViewFields). */
+export function inferViewCollection(options: { view: CollectionSchema; columns: readonly ViewColumn[]; sourceOf(table: string): CollectionSchema | undefined }): CollectionSchema {
+  return buildViewCollection(options.view, inferViewFields(options));
+}
+
+/**
+ * The SELECT the database view is made of: the host's query as a subquery, each column read the
+ * way its field's storage kind keeps it (lib/schema/storage-kinds.ts), so that filters, sort and
+ * the row reader see a view's column exactly as they see a table's: cast to the kind's type (a
+ * `bigint` count to double precision, a date to timestamptz(3) read as UTC, other types to jsonb),
+ * and NULL (a LEFT JOIN's missing row) read as the kind's empty value where that kind is never
+ * NULL in a table. A view without a `created` gets a NULL one no field declares, so that the
+ * default order (`created`, then `id`) is the id order; responses never show it.
+ */
+export function viewSelectSql(view: CollectionSchema, columns: readonly ViewColumn[]): string {
+  const list = columns.map((column) => {
+    const field = view.field(column.name);
+    if (!field) throw new Error(`recordbase: view "${view.name}" has no field for its column "${column.name}"`);
+    return `${readAsStored(field.storage, column)} AS ${q(column.name)}`;
+  });
+  if (!view.field('created')) list.push(`CAST(NULL AS timestamptz(3)) AS ${q('created')}`);
+  return selectFromQuery(list.join(', '), view.viewQuery ?? '');
+}
+
+/** A source column as a column of `kind` holds it (see viewSelectSql). */
+function readAsStored(kind: CollectionSchema['fields'][number]['storage'], column: ViewColumn): string {
+  const spec = STORAGE_KINDS[kind];
+  const source = `${q(SOURCE_ALIAS)}.${q(column.name)}`;
+  let value = source;
+  let type = spec.dataType;
+  if (type === 'jsonb' && column.dataType !== 'jsonb') value = column.dataType === 'json' ? source : `to_jsonb(${source})`;
+  if (type === 'timestamp with time zone') {
+    type = 'timestamptz(3)';
+    // A date or timestamp without a zone is read as UTC, the zone of every record date.
+    if (column.dataType !== 'timestamp with time zone') value = `(CAST(${source} AS timestamp) AT TIME ZONE 'UTC')`;
+  }
+  return spec.fillEmptySql(rawSql(`CAST(${value} AS ${type})`)).sql;
+}
+
+/** The registry with its views completed (the others unchanged, the same objects): what serves once the sync has run. */
+export function completeViewRegistry(registry: SchemaRegistry, views: ReadonlyMap<string, CollectionSchema>): SchemaRegistry {
+  return assembleSchemaRegistry(registry.collections.map((c) => views.get(c.name) ?? c));
+}
