@@ -67,6 +67,13 @@ export const ERROR_CODES = {
   realtime_too_many_clients_per_address: { status: 429, message: 'Too many realtime streams are open from this address.' },
   realtime_too_many_clients_per_identity: { status: 429, message: 'Too many realtime clients are subscribed with this identity.' },
   realtime_unavailable: { status: 503, message: 'The instance holding this realtime client did not answer; try again.' },
+  invalid_backup_key: { status: 400, message: 'Invalid backup key.' },
+  backup_exists: { status: 400, message: 'A backup with this name already exists.' },
+  backup_limit_reached: { status: 400, message: 'The backups folder holds as many backups as backups.maxCount allows.' },
+  backup_in_progress: { status: 400, message: 'Try again later: another backup is being made.' },
+  backup_not_supported: { status: 400, message: 'Not supported while serving: restore with `recordbase restore` while the app is stopped.' },
+  backup_not_found: { status: 404, message: "The requested backup wasn't found." },
+  backup_disk_full: { status: 503, message: 'The backup could not be written: the disk is full.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A code of ERROR_CODES. */

@@ -81,3 +81,4 @@ export {
   TooManyRequestsError,
   type FieldError,
 } from './errors.js';
+export type { Migration, MigrationContext, MigrationModule, MigrationsOption, ChangeFieldTypeOptions } from './migrations/migration-definition.js';

@@ -12,6 +12,7 @@ import type { BatchSettings } from './records/run-batch.js';
 import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/bound-statements.js';
 import { checkHooks, type RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
+import { checkMigrationsOption, type MigrationsOption } from './migrations/migration-definition.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -129,6 +130,26 @@ export interface RecordsRouterOptions {
    * other instances on the database keep theirs). Default: on, with the defaults of RealtimeSettings.
    */
   realtime?: Partial<RealtimeSettings> | false;
+  /**
+   * Migrations (docs/collections.md "Changing your schema"): a folder of `.js`, `.mjs` or `.ts`
+   * modules (relative to the working directory) each default-exporting `{ up, down? }`, or an
+   * array of `{ name, up, down? }`. Pending ones are applied at `ready`, in name order, before the
+   * schema sync. Default: none.
+   */
+  migrations?: MigrationsOption;
+  /**
+   * Backups (`records.backup()`, the backups API, docs/deployment.md): the folder they are kept in
+   * (default `dataDir/backups`) and the most it may hold (default 10; one more is refused).
+   */
+  backups?: Partial<BackupSettings>;
+}
+
+/** Where backups are kept and how many (docs/deployment.md, "Backups"). */
+export interface BackupSettings {
+  /** The backups folder. Default `dataDir/backups`. */
+  dir: string;
+  /** Backups the folder may hold; creating one more is a 400 `backup_limit_reached`. Default 10. */
+  maxCount: number;
 }
 
 /** The realtime settings (docs/realtime.md, docs/configuration.md). */
@@ -189,6 +210,8 @@ export interface ResolvedOptions {
   uploadTempDir: string;
   openapi: boolean;
   realtime: RealtimeSettings | false;
+  migrations?: MigrationsOption;
+  backups: BackupSettings;
 }
 
 /** What a default or a check may read: the options as given, and what the table resolved before it. */
@@ -212,7 +235,7 @@ export interface OptionEntry<T> {
 
 type Entries<T> = { readonly [K in keyof T]-?: OptionEntry<T[K]> };
 /** The options of the top level that the table resolves (the groups below have tables of their own). */
-type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir'>;
+type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir' | 'backups'>;
 
 /**
  * A group of settings under one key (`limits`, `batch`, ...): its table, and whether `false`
@@ -232,6 +255,7 @@ export interface OptionTable {
     readonly batch: OptionGroup<BatchSettings>;
     readonly realtime: OptionGroup<RealtimeSettings>;
     readonly fileSweep: OptionGroup<Required<FileSweepOptions>>;
+    readonly backups: OptionGroup<BackupSettings>;
   };
 }
 
@@ -332,6 +356,7 @@ export const OPTION_TABLE: OptionTable = {
     thumbnailWorkers: { derive: () => Math.min(os.availableParallelism(), MAX_DEFAULT_THUMBNAIL_WORKERS), check: checkPositiveInteger },
     hooks: { derive: () => ({}), check: (_path, value, { given }) => checkHooks(value, isDeclaredIn(given.collections)) },
     openapi: { default: false, check: checkBoolean },
+    migrations: { check: checkMigrationsOption },
   },
   groups: {
     limits: {
@@ -374,6 +399,14 @@ export const OPTION_TABLE: OptionTable = {
       // An age compared with files' times, never a timer: a grace period of 30 days is fair.
       minAgeMs: { default: 24 * HOUR, check: checkPositiveInteger },
     }),
+    backups: {
+      canBeOff: false,
+      message: 'backups must be an object of settings',
+      entries: {
+        dir: { derive: (context) => path.join(resolvedBefore(context, 'dataDir'), 'backups'), check: checkString },
+        maxCount: { default: 10, check: checkPositiveInteger },
+      },
+    },
   },
 };
 
@@ -421,6 +454,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
   resolved.batch = resolveGroup('batch', groups.batch, { given: options.batch, context, env });
   resolved.realtime = resolveGroup('realtime', groups.realtime, { given: options.realtime, context, env });
   resolved.fileSweep = resolveGroup('fileSweep', groups.fileSweep, { given: options.fileSweep, context, env });
+  resolved.backups = resolveGroup('backups', groups.backups, { given: options.backups, context, env }) as BackupSettings; // never off: canBeOff is false
   resolved.uploadTempDir = path.join(resolvedBefore(context, 'dataDir'), 'uploads-tmp');
   return resolved as ResolvedOptions;
 }

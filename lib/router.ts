@@ -15,6 +15,7 @@ import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache, type ThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.js';
 import { HEALTH_ROUTE } from './http/api-fallback-routes.js';
+import { migrateAtStart } from './migrations/run-migrations.js';
 import { createBatchRoutes } from './http/batch-routes.js';
 import { createDispatch } from './http/dispatch.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
@@ -29,6 +30,8 @@ import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js
 import type { Logger } from './logger.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
+import { createBackupService, type BackupService, type CreatedBackup } from './backups/backup-service.js';
+import { createBackupRoutes } from './http/backup-routes.js';
 import { compileCollections, completeCollections, type CompiledCollections } from './records/compile-collections.js';
 import { createRecordsApi, type RecordsApiDeps } from './records/create-records-api.js';
 import { RecordPresenter } from './records/present-records.js';
@@ -45,6 +48,12 @@ export interface RecordsRouter extends Router {
    * rules, validation, files and hooks as HTTP. Calls made before `ready` wait for it.
    */
   readonly api: RecordsApi;
+  /**
+   * Writes a backup (docs/deployment.md, "Backups"): one `.tar.gz` in `backups.dir` with a
+   * consistent snapshot of the embedded database and the disk storage's files; resolves with its
+   * key, size and manifest. One at a time; waits for `ready`.
+   */
+  backup(options?: { name?: string }): Promise<CreatedBackup>;
   /**
    * Releases what the router owns (the embedded database, thumbnail workers, the sweep timer) and
    * ends every realtime stream. A database you passed in stays open.
@@ -85,6 +94,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.use(serveWhenReady(started.then((s) => s.dispatch), errorMiddleware));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'api', { value: createRecordsApi(depsOnceStarted), enumerable: true });
+  Object.defineProperty(router, 'backup', { value: (request?: { name?: string }) => started.then((s) => s.runtime.backups.create(request), (err: unknown) => Promise.reject(describeStartFailure(err))), enumerable: true });
   let closing: Promise<void> | undefined;
   router.close = () => (closing ??= ready.catch(() => undefined).then(() => owned.release()));
   return router;
@@ -122,13 +132,14 @@ interface Runtime {
   readonly fileTokens: FileTokens;
   readonly thumbnails: ThumbnailCache;
   readonly hub?: RealtimeHub;
+  readonly backups: BackupService;
   /** What the server API works through (create-records-api.ts). */
   readonly apiDeps: RecordsApiDeps;
 }
 
 /**
  * Opens the runtime, in order: the database (the host's, checked, or the embedded one), its
- * statement bounds, the schema sync (realtime's objects with it), which also gives the view
+ * statement bounds, the pending migrations, the schema sync (realtime's objects with it), which also gives the view
  * collections their fields (the collections are then complete, and their rules compiled against
  * them), the file-token secret, stale upload spools removed, then the store and the services over
  * it, realtime and the file sweep.
@@ -139,6 +150,9 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   if (resolved.database) checkDatabaseConnection(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
   installStatementBounds(database, { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient });
+  if (resolved.migrations !== undefined) {
+    await migrateAtStart(database, { option: resolved.migrations, services: { compiled: options.compiled, storage, logger, limits, tempDir: resolved.uploadTempDir } });
+  }
   const synced = await syncDatabaseSchema(database, options.compiled.registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
   const compiled = completeCollections(options.compiled, synced.views);
   const registry = compiled.registry;
@@ -171,6 +185,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     fileTokens: createFileTokens({ secret }),
     thumbnails,
     hub: owned.hub,
+    backups: createBackupService({ database, embeddedDirectory: owned.database && embeddedDatabaseDir(resolved.dataDir), storage, ...resolved.backups, logger }),
     apiDeps: {
       service: records,
       presenter,
@@ -201,6 +216,7 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createBatchRoutes({ records, presenter, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
+  routes.push(...createBackupRoutes({ backups: runtime.backups, fileTokens: runtime.fileTokens, resolveCaller, logger }));
   routes.push(HEALTH_ROUTE);
   return routes;
 }

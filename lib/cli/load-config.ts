@@ -1,24 +1,32 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { importModuleFile } from '../migrations/import-module-file.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from '../options.js';
 import { compileCollections, type CompiledCollections } from '../records/compile-collections.js';
 
-/** The file `recordbase` reads when no `--config` is given. */
-export const DEFAULT_CONFIG_FILE = 'recordbase.config.js';
+/** The files `recordbase` looks for, in this order, when no `--config` is given. */
+export const DEFAULT_CONFIG_FILES = ['recordbase.config.js', 'recordbase.config.mjs', 'recordbase.config.ts'] as const;
+
+/** The config file's absolute path: `file`, or the first of DEFAULT_CONFIG_FILES in the working directory. */
+export function findConfigFile(file: string | undefined): string {
+  if (file !== undefined) {
+    const path = resolve(file);
+    if (!existsSync(path)) throw new Error(`config file not found: ${path}`);
+    return path;
+  }
+  const found = DEFAULT_CONFIG_FILES.map((name) => resolve(name)).find((path) => existsSync(path));
+  if (found === undefined) throw new Error(`no --config given and no ${DEFAULT_CONFIG_FILES.join(', ')} in ${process.cwd()}; see docs/configuration.md`);
+  return found;
+}
 
 /**
- * Loads a config module: a JavaScript file whose default export (or `options` export) is the
- * options object of createRecordsRouter, or a function returning it (possibly async).
+ * Loads a config module: a JavaScript or TypeScript file (`.ts` is loaded as it is, no compile
+ * step) whose default export (or `options` export) is the options object of
+ * createRecordsRouter, or a function returning it (possibly async).
  */
 export async function loadConfig(file: string | undefined): Promise<RecordsRouterOptions> {
-  const path = resolve(file ?? DEFAULT_CONFIG_FILE);
-  if (!existsSync(path)) {
-    throw new Error(
-      file ? `config file not found: ${path}` : `no --config given and no ${DEFAULT_CONFIG_FILE} in ${process.cwd()}; see docs/configuration.md`,
-    );
-  }
-  const mod = (await import(pathToFileURL(path).href)) as { default?: unknown; options?: unknown };
+  const path = findConfigFile(file);
+  const mod = (await importModuleFile(path)) as { default?: unknown; options?: unknown };
   let options = mod.default ?? mod.options;
   if (typeof options === 'function') options = await (options as () => unknown)();
   if (!options || typeof options !== 'object' || !Array.isArray((options as RecordsRouterOptions).collections)) {

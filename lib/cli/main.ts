@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import express from 'express';
@@ -8,16 +8,16 @@ import { createRecordsRouter } from '../router.js';
 import { createAppServer } from '../http/create-app-server.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
 import type { ResolvedOptions } from '../options.js';
-import { realtimeSchema } from '../db/realtime-schema.js';
-import { planDatabaseSync, planSchemaSync, previewViewCollections, syncDatabaseSchema } from '../db/sync-database-schema.js';
+import { planDatabaseSync, previewViewCollections } from '../db/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
-import { emptyDatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { completeCollections, type CompiledCollections } from '../records/compile-collections.js';
-import { loadCheckedConfig, loadConfig, type CheckedConfig } from './load-config.js';
+import { RESTORE_COMMAND } from './restore-command.js';
+import { findConfigFile, loadCheckedConfig, loadConfig, type CheckedConfig } from './load-config.js';
+import { migrateCreate, migrateDown, migrateStatus, migrateUp, type MigrateInput } from './migrate-command.js';
 
-const CONFIG_NOTE = `The config file (default ./recordbase.config.js) is a JavaScript module whose default export
+const CONFIG_NOTE = `The config file (default ./recordbase.config.js, .mjs or .ts) is a module whose default export
 is the options object of createRecordsRouter (see docs/configuration.md).`;
 
 /** One subcommand: its help text (printed by --help) and what it does. */
@@ -105,26 +105,29 @@ async function serve(args: string[]): Promise<void> {
   process.once('SIGTERM', stop);
 }
 
+/** `recordbase migrate [status | create <name> | down]`: the subcommands are in migrate-command.ts. */
 async function migrate(args: string[]): Promise<void> {
-  const { values } = parseCommandArgs(args, { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } });
-  const { options, compiled } = await loadCheckedConfig(values.config);
-  const collections = compiled.registry.collections;
-  const dryRun = values['dry-run'] === true;
-  let plan: MigrationPlan;
-  if (dryRun && options.database === undefined && !existsSync(embeddedDatabaseDir(options.dataDir))) {
-    // Opening the embedded database would create its folder: a dry run plans against nothing instead.
-    plan = planSchemaSync(collections, emptyDatabaseState());
-  } else {
-    const db = openConfiguredDatabase(options);
-    try {
-      plan = dryRun ? await planDatabaseSync(db, collections) : await syncDatabaseSchema(db, collections, { additions: [realtimeSchema(options.realtime !== false)] });
-    } finally {
-      await db.destroy();
-    }
+  const sub = args[0] !== undefined && !args[0].startsWith('-') ? args[0] : undefined;
+  const { values, positionals } = parseMigrateArgs(sub === undefined ? args : args.slice(1));
+  if (sub !== 'create' && positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+  if (sub !== undefined && values['dry-run'] === true) throw new UsageError('--dry-run goes with migrate alone');
+  if (sub !== undefined && !['status', 'create', 'down'].includes(sub)) throw new UsageError(`unknown subcommand "migrate ${sub}"`);
+  if (sub === 'create' && positionals.length !== 1) throw new UsageError('migrate create needs one name: recordbase migrate create rename_body');
+  const configFile = findConfigFile(values.config);
+  const input: MigrateInput = { config: await loadCheckedConfig(configFile), configFile };
+  if (sub === 'status') return migrateStatus(input);
+  if (sub === 'down') return migrateDown(input);
+  if (sub === 'create') return migrateCreate(input, positionals[0]!);
+  return migrateUp(input, values['dry-run'] === true);
+}
+
+/** migrate's options: as every command's, with `create`'s name as the one positional. */
+function parseMigrateArgs(args: string[]) {
+  try {
+    return parseArgs({ args, options: { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } }, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
   }
-  if (plan.statements.length === 0) console.log('-- the database is up to date');
-  for (const statement of plan.statements) console.log(`${statement};`);
-  if (!dryRun && plan.statements.length > 0) console.log(`-- applied ${plan.statements.length} statement(s)`);
 }
 
 /**
@@ -281,15 +284,24 @@ A port in use (or any other listen error) is an error: exit code 1.
     run: serve,
   },
   migrate: {
-    usage: 'recordbase migrate [--config file] [--dry-run]',
-    summary: 'bring the database schema up to date with the collections',
-    help: `Brings the database schema up to date with the config's collections and prints the DDL it ran.
-A change that cannot be applied safely (a type change, a dropped field) is refused, naming every
-offending collection and field.
+    usage: 'recordbase migrate [status | create <name> | down] [--config file] [--dry-run]',
+    summary: 'apply pending migrations, then bring the database schema up to date with the collections',
+    help: `Applies the config's pending migrations (its migrations option), each once and in name order,
+then brings the database schema up to date with the collections, printing what it ran: what a
+start of the app does. A change the collections alone cannot make safely (a type change, a
+dropped field) is refused, naming every offending collection and field: a migration makes it
+(docs/collections.md, "Changing your schema").
 
-  --config file   the config module (default ./recordbase.config.js)
-  --dry-run       print the DDL without running it; changes nothing (an embedded database that
-                  does not exist yet is not created: the plan is against an empty one)`,
+  --config file   the config module (.js, .mjs or .ts; default ./recordbase.config.js, .mjs, .ts)
+  --dry-run       list the pending migrations and print the sync's DDL without running anything;
+                  changes nothing (an embedded database that does not exist yet is not created:
+                  the plan is against an empty one)
+
+  recordbase migrate status         every migration, applied (when) or pending
+  recordbase migrate create <name>  write a template migrations/YYYYMMDDHHMMSS_<name>.ts (or .js)
+  recordbase migrate down           run the down of the migration applied last, and forget it
+
+While an app holds the embedded database, the command says which process holds it and stops.`,
     run: migrate,
   },
   clean: {
@@ -328,6 +340,7 @@ database, read without changing it. See docs/openapi.md.
   --config file   the config module (default ./recordbase.config.js)`,
     run: types,
   },
+  restore: RESTORE_COMMAND,
 };
 
 /** The package version, read from the package.json beside dist/ (main.js is dist/lib/cli/main.js). */

@@ -29,6 +29,11 @@ export const META_TABLE = '_rb_collections';
  * database so that instances need no shared disk or configuration to agree.
  */
 export const SETTINGS_TABLE = '_recordbase_settings';
+/**
+ * One row per applied migration (its name, when, a checksum of its code): written in the
+ * migration's own transaction, under SCHEMA_SYNC_LOCK_KEY, so each is applied once by one instance.
+ */
+export const MIGRATIONS_TABLE = '_recordbase_migrations';
 /** The key of the file-token secret in SETTINGS_TABLE: every instance signs and checks file tokens with the one secret it holds. */
 export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 /** Every committed change of a collection table, written by the capture trigger in the write's own transaction. */

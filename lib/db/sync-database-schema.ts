@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { Logger } from '../logger.js';
 import { quoteIdent as q } from '../sql-fragment.js';
-import { planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
+import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
 import { syncViews } from './sync-views.js';
 import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
@@ -20,21 +20,39 @@ export interface SchemaAddition {
   readonly notice?: string;
 }
 
-/** Reads what the migration planner needs: columns, indexes and our bookkeeping rows. */
+/** Our bookkeeping rows (the collections as last synced), or none where META_TABLE does not exist yet. */
+async function readApplied(db: Knex | Knex.Transaction): Promise<Map<string, AppliedCollection> | undefined> {
+  const found: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regclass(format('%I.%I', current_schema(), ?::text)) IS NOT NULL AS "found"`, [META_TABLE]);
+  if (found.rows[0]?.found !== true) return undefined;
+  const rows: { name: string; id: string; fields: AppliedCollection['fields'] }[] = await db.select('name', 'id', 'fields').from(META_TABLE);
+  return new Map(rows.map((row) => [row.name, { id: row.id, fields: row.fields }]));
+}
+
+/**
+ * Reads what the migration planner needs: columns, indexes and our bookkeeping rows. Besides the
+ * declared `tables`, the columns of the tables the bookkeeping knows (a collection a newer release
+ * declares), so that the planner can name what it leaves alone; no other table is looked at.
+ */
 export async function readDatabaseState(db: Knex | Knex.Transaction, tables: readonly string[]): Promise<DatabaseState> {
+  const applied = await readApplied(db);
+  const names = [...new Set([...tables, ...(applied?.keys() ?? [])])];
   const columns: { table_name: string; column_name: string; data_type: string }[] = await db
     .select('table_name', 'column_name', 'data_type')
     .from('information_schema.columns')
     .whereRaw('table_schema = current_schema()')
-    .whereIn('table_name', [...tables, META_TABLE, SETTINGS_TABLE]);
-  const views: { table_name: string }[] = await db.select('table_name').from('information_schema.views').whereRaw('table_schema = current_schema()').whereIn('table_name', [...tables]);
-  const state: DatabaseState = { tables: new Map(), views: new Set(views.map((row) => row.table_name)), indexes: new Set(), applied: new Map(), metaTableExists: false, settingsTableExists: false };
+    .whereIn('table_name', [...names, META_TABLE, SETTINGS_TABLE]);
+  const views: { table_name: string }[] = await db.select('table_name').from('information_schema.views').whereRaw('table_schema = current_schema()').whereIn('table_name', names);
+  const state: DatabaseState = {
+    tables: new Map(),
+    views: new Set(views.map((row) => row.table_name)),
+    indexes: new Set(),
+    applied: applied ?? new Map(),
+    metaTableExists: applied !== undefined,
+    settingsTableExists: false,
+  };
   for (const row of columns) {
     if (state.views!.has(row.table_name)) continue;
-    if (row.table_name === META_TABLE) {
-      state.metaTableExists = true;
-      continue;
-    }
+    if (row.table_name === META_TABLE) continue;
     if (row.table_name === SETTINGS_TABLE) {
       state.settingsTableExists = true;
       continue;
@@ -45,10 +63,6 @@ export async function readDatabaseState(db: Knex | Knex.Transaction, tables: rea
   }
   const indexes: { indexname: string }[] = await db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()');
   for (const row of indexes) state.indexes.add(row.indexname);
-  if (state.metaTableExists) {
-    const rows: { name: string; id: string; fields: AppliedCollection['fields'] }[] = await db.select('name', 'id', 'fields').from(META_TABLE);
-    for (const row of rows) state.applied.set(row.name, { id: row.id, fields: row.fields });
-  }
   return state;
 }
 
@@ -71,7 +85,7 @@ function planBookkeeping(state: DatabaseState): string[] {
  */
 export function planSchemaSync(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
   const plan = planMigration(collections, state);
-  return { statements: [...planBookkeeping(state), ...plan.statements], applied: plan.applied };
+  return { statements: [...planBookkeeping(state), ...plan.statements], applied: plan.applied, undeclared: plan.undeclared };
 }
 
 /** The plan for the current database, without changing anything (`recordbase migrate --dry-run`). */
@@ -89,7 +103,8 @@ export interface SchemaSync extends MigrationPlan {
  * Brings the database up to date with the declared collections (tables, then the view
  * collections' views, which may read them) and then `additions`, in one transaction under an
  * advisory lock so that several instances starting together apply the plan once. Throws the
- * planner's SchemaError on an unsafe change, leaving the database untouched.
+ * planner's SchemaError on an unsafe change, leaving the database untouched. What no declaration
+ * names (a newer release's tables and columns) is left alone, and named in one `info` line.
  */
 export async function syncDatabaseSchema(
   db: Knex,
@@ -110,8 +125,10 @@ export async function syncDatabaseSchema(
     }
     const views = await syncViews(trx, collections);
     for (const addition of additions) for (const statement of await addition.statements(trx, collections)) await trx.raw(statement);
-    return { statements: [...plan.statements, ...views.statements], applied: plan.applied, views: views.views };
+    return { statements: [...plan.statements, ...views.statements], applied: plan.applied, undeclared: plan.undeclared, views: views.views };
   });
+  const leftAlone = describeUndeclared(plan.undeclared);
+  if (leftAlone !== undefined) options.logger?.info(leftAlone);
   for (const addition of additions) if (addition.notice !== undefined) options.logger?.info(addition.notice);
   return plan;
 }
@@ -139,4 +156,15 @@ export async function previewViewCollections(db: Knex, collections: readonly Col
     if (err !== ROLLBACK) throw err;
   }
   return views;
+}
+
+/**
+ * Whether `collection`'s table has a column none of its fields declares: a newer release's field
+ * during a rolling deploy, which may hold values this code cannot see (the file sweep keeps the
+ * files of such a table's records). One catalogue query; asked at the moment, as a newer instance
+ * may add a column at any time.
+ */
+export async function hasUndeclaredColumns(db: Knex | Knex.Transaction, collection: CollectionSchema): Promise<boolean> {
+  const rows: { column_name: string }[] = await db.select('column_name').from('information_schema.columns').whereRaw('table_schema = current_schema()').andWhere('table_name', collection.table);
+  return rows.some((row) => !collection.field(row.column_name));
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
 import { RecordStore } from '../db/record-store.js';
 import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
+import { hasUndeclaredColumns } from '../db/sync-database-schema.js';
 import type { Logger } from '../logger.js';
 import { isRecordId } from '../schema/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
@@ -25,7 +26,8 @@ export interface SweepReport {
   /**
    * Objects left alone because their key is not ours to judge: it does not parse as a file or
    * thumbnail key, or it names a collection id that is not declared (a collection taken out of
-   * the code may come back, with its files).
+   * the code may come back, with its files), or it belongs to a record whose table has columns no
+   * declared field names (a newer release's file field may hold it: only a gone record's files go).
    */
   skipped: number;
   /** Removals that failed (the error went to `onDeleteError`); the next sweep tries again. */
@@ -225,8 +227,14 @@ async function processBatch(context: { db: Knex | Knex.Transaction; options: Swe
   }
   for (const [collection, candidates] of byCollection) {
     const references = await selectReferencedFileNames(db, { collection, recordIds: candidates.map((c) => c.key.recordId) });
+    const newerColumns = await hasUndeclaredColumns(db, collection);
     for (const { object, key } of candidates) {
-      if (references.get(key.recordId)?.has(key.name)) continue;
+      const held = references.get(key.recordId);
+      if (held?.has(key.name)) continue;
+      if (held && newerColumns) {
+        report.skipped++;
+        continue;
+      }
       if (!options.dryRun) {
         try {
           await options.storage.delete(object.key);

@@ -6,7 +6,7 @@ const SIGN_IN = /^\/api\/collections\/[^/]+\/(auth-|request-|confirm-|impersonat
 /** The collections API itself (`/api/collections`, `/api/collections/{c}`, import, truncate). */
 const COLLECTIONS_API = /^\/api\/collections(\/[^/]+(\/truncate)?|\/import|\/meta\/.*)?\/?$/;
 /** PocketBase's admin endpoints. */
-const ADMIN = /^\/api\/(settings|logs|backups|crons|superusers|admins)(\/|$)/;
+const ADMIN = /^\/api\/(settings|logs|crons|superusers|admins)(\/|$)/;
 
 /** Why a path under `/api/` is not served: the message of its 404. */
 function describeUnserved(path: string): string {
@@ -16,7 +16,7 @@ function describeUnserved(path: string): string {
   if (COLLECTIONS_API.test(path)) {
     return 'recordbase does not serve the collections API: collections are declared in code (see docs/collections.md).';
   }
-  if (ADMIN.test(path)) return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, backups, crons, superusers): there is no admin UI.';
+  if (ADMIN.test(path)) return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, crons, superusers): there is no admin UI.';
   if (path === '/api/openapi.json') return 'The OpenAPI document is served only with the option openapi: true; `recordbase openapi` prints it (see docs/openapi.md).';
   return 'The requested endpoint does not exist.';
 }

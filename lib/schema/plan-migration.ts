@@ -23,11 +23,27 @@ export interface DatabaseState {
   settingsTableExists: boolean;
 }
 
-/** The DDL to run, in order, and the bookkeeping rows to write afterwards. */
+/**
+ * What the database holds that no declared collection or field names: a newer release's (during
+ * a rolling deploy or after a rollback), or a field taken out of the code and not yet dropped.
+ * Left alone: never read, written or dropped.
+ */
+export interface UndeclaredObjects {
+  /** Tables of collections recorded in the bookkeeping that no collection declares. */
+  tables: string[];
+  /** Columns of declared collections' tables that no field declares. */
+  columns: { collection: string; column: string }[];
+}
+
+/** The DDL to run, in order, the bookkeeping rows to write afterwards, and what is left alone. */
 export interface MigrationPlan {
   statements: string[];
   applied: Map<string, AppliedCollection>;
+  undeclared: UndeclaredObjects;
 }
+
+/** Where a user reads how to change what the additive sync refuses (a migration's helpers). */
+const MIGRATION_HINT = 'a migration (docs/collections.md, Changing your schema)';
 
 /** A field's column in DDL: the system fields' own, else its storage kind's (lib/schema/storage-kinds.ts). */
 function columnDefinition(field: FieldSchema): string {
@@ -65,11 +81,17 @@ function indexesOf(c: CollectionSchema): IndexStatement[] {
   return out;
 }
 
-function describeApplied(c: CollectionSchema): AppliedCollection {
-  return {
-    id: c.id,
-    fields: c.fields.filter((f) => !f.system).map((f) => ({ name: f.name, type: f.type, multiple: f.multiple })),
-  };
+/**
+ * The bookkeeping row of `c`: its declared fields, then the fields `before` recorded that `c` does
+ * not declare but whose column is still there. Older code on a newer database keeps the newer
+ * fields' record, so that the newer code, started again, finds it as it left it (a field of the
+ * same name declared later with another type is still refused); a column dropped since (a
+ * migration's dropField) takes its record with it.
+ */
+function describeApplied(c: CollectionSchema, before: AppliedCollection | undefined, columns: Map<string, string> | undefined): AppliedCollection {
+  const declared = c.fields.filter((f) => !f.system).map((f) => ({ name: f.name, type: f.type, multiple: f.multiple }));
+  const kept = (before?.fields ?? []).filter((f) => !c.field(f.name) && columns?.has(f.name) === true);
+  return { id: c.id, fields: [...declared, ...kept] };
 }
 
 /** Compares field by field: jsonb does not keep key order, so serialised forms may differ. */
@@ -94,17 +116,22 @@ function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): Re
   const problems: Refusal[] = [];
   for (const old of before.fields) {
     const now = c.field(old.name);
-    if (!now) continue; // a dropped column is caught by the column check
+    if (!now) continue; // not declared here: a newer release's field, left alone
     if (now.type !== old.type || now.multiple !== old.multiple) {
       const was = `${old.type}${old.multiple ? ' (multiple)' : ''}`;
       const is = `${now.type}${now.multiple ? ' (multiple)' : ''}`;
-      problems.push({ field: old.name, message: `collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely` });
+      problems.push({ field: old.name, message: `collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely; change it in ${MIGRATION_HINT}` });
     }
   }
   return problems;
 }
 
-function planTable(c: CollectionSchema, columns: Map<string, string> | undefined, problems: Refusal[]): string[] {
+/**
+ * The DDL that completes `c`'s table: the table, or its missing columns. A column of another type
+ * than the field's storage kind is refused; a column no field declares is named in `undeclared`
+ * and otherwise left alone.
+ */
+function planTable(c: CollectionSchema, columns: Map<string, string> | undefined, found: { problems: Refusal[]; undeclared: UndeclaredObjects }): string[] {
   const t = q(c.table);
   if (!columns) {
     return [`CREATE TABLE ${t} (${c.fields.map((f) => `${q(f.column)} ${columnDefinition(f)}`).join(', ')})`];
@@ -115,19 +142,14 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
     if (existing === undefined) {
       statements.push(`ALTER TABLE ${t} ADD COLUMN ${q(f.column)} ${columnDefinition(f)}`);
     } else if (existing !== STORAGE_KINDS[f.storage].dataType) {
-      problems.push({
+      found.problems.push({
         field: f.name,
-        message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${STORAGE_KINDS[f.storage].dataType}; a type change cannot be applied safely`,
+        message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${STORAGE_KINDS[f.storage].dataType}; change its type in ${MIGRATION_HINT}, or declare the field as the column is`,
       });
     }
   }
   for (const column of columns.keys()) {
-    if (!c.field(column)) {
-      problems.push({
-        field: column,
-        message: `collection "${c.name}", field "${column}": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)`,
-      });
-    }
+    if (!c.field(column)) found.undeclared.columns.push({ collection: c.name, column });
   }
   return statements;
 }
@@ -140,14 +162,18 @@ export function emptyDatabaseState(): DatabaseState {
 /**
  * Compares the declared collections with the database and returns the DDL that brings their
  * tables up to date (lib/db/sync-database-schema.ts puts its bookkeeping tables first). Pure:
- * the same inputs give the same plan, which is what `recordbase migrate --dry-run` prints. Throws one SchemaError naming every collection and
- * field it cannot apply without losing data (type changes, undeclared columns, id changes),
- * so that a refused change is fixed in one go rather than one restart per field.
+ * the same inputs give the same plan, which is what `recordbase migrate --dry-run` prints.
+ * Tables and columns no declaration names are left alone and listed in `undeclared` (code one
+ * release behind the database starts and serves). Throws one SchemaError naming every collection
+ * and field it cannot apply without losing data (a declared field whose column or recorded type
+ * differs, an id change), so that a refused change is fixed in one go rather than one restart per
+ * field.
  */
 export function planMigration(collections: readonly CollectionSchema[], state: DatabaseState): MigrationPlan {
   const statements: string[] = [];
   const problems: string[] = [];
   const applied = new Map<string, AppliedCollection>();
+  const undeclared: UndeclaredObjects = { tables: [], columns: [] };
   for (const c of collections) {
     // A view collection's database view is made once the tables exist (lib/db/sync-views.ts).
     if (c.type === 'view') {
@@ -162,7 +188,8 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
     }
     const before = state.applied.get(c.name);
     const refused = before ? checkAgainstApplied(c, before) : [];
-    statements.push(...planTable(c, state.tables.get(c.table), refused));
+    const columns = state.tables.get(c.table);
+    statements.push(...planTable(c, columns, { problems: refused, undeclared }));
     // A type change shows in the bookkeeping and in the column: say it once per field.
     const reported = new Set<string>();
     for (const refusal of refused) {
@@ -173,10 +200,31 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
     for (const index of indexesOf(c)) {
       if (!state.indexes.has(index.name)) statements.push(index.sql);
     }
-    const now = describeApplied(c);
+    const now = describeApplied(c, before, columns);
     if (!before || !isSameApplied(before, now)) applied.set(c.name, now);
   }
+  const tables = new Set(collections.map((c) => c.table));
+  // A base collection's table is named after it (lib/schema/collection-schema.ts).
+  for (const name of state.applied.keys()) if (!tables.has(name) && state.tables.has(name)) undeclared.tables.push(name);
   if (problems.length === 1) throw new SchemaError(problems[0]);
   if (problems.length > 1) throw new SchemaError(`${problems.length} schema changes cannot be applied safely:\n${problems.map((p) => `- ${p}`).join('\n')}`);
-  return { statements, applied };
+  return { statements, applied, undeclared };
+}
+
+/** Names one info line lists at most, so that a database far ahead of its code still logs one short line. */
+const MAX_NAMED_UNDECLARED = 20;
+
+/**
+ * The one line the sync logs about what it left alone, or undefined when there is nothing:
+ * an operator reads from it that this code is older than its database (or that a removed field
+ * still has its column), and what is not served.
+ */
+export function describeUndeclared(undeclared: UndeclaredObjects): string | undefined {
+  const names = [
+    ...undeclared.tables.map((table) => `table "${table}"`),
+    ...undeclared.columns.map(({ collection, column }) => `column "${collection}"."${column}"`),
+  ];
+  if (names.length === 0) return undefined;
+  const listed = names.length > MAX_NAMED_UNDECLARED ? [...names.slice(0, MAX_NAMED_UNDECLARED), `and ${names.length - MAX_NAMED_UNDECLARED} more`] : names;
+  return `schema: left alone, as no collection or field here declares them (a newer release's, or a removed field's not yet dropped): ${listed.join(', ')}`;
 }

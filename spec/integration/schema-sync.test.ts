@@ -94,10 +94,13 @@ describe.each(testEngines())('schema sync on %s', (engine) => {
     expect((await columnsOf('notes')).text.type).toBe('text');
   });
 
-  test('refuses a dropped field and keeps the column', async () => {
+  test('a field no longer declared keeps its column, left alone and named in one info line', async () => {
     await syncDatabaseSchema(database.db, collections([{ name: 'notes', fields: [{ name: 'text', type: 'text' }, { name: 'keep', type: 'text' }] }]));
-    const attempt = syncDatabaseSchema(database.db, collections([{ name: 'notes', fields: [{ name: 'text', type: 'text' }] }]));
-    await expect(attempt).rejects.toThrow('collection "notes", field "keep": the column exists but no field declares it');
+    const lines: string[] = [];
+    const plan = await syncDatabaseSchema(database.db, collections([{ name: 'notes', fields: [{ name: 'text', type: 'text' }] }]), { logger: { info: (line) => lines.push(line) } });
+    expect(plan.statements).toEqual([]);
+    expect(lines).toEqual([expect.stringContaining('left alone') as string]);
+    expect(lines[0]).toContain('column "notes"."keep"');
     expect(await columnsOf('notes')).toHaveProperty('keep');
   });
 
@@ -118,12 +121,11 @@ describe.each(testEngines())('schema sync on %s', (engine) => {
     expect(error).toBeInstanceOf(SchemaError);
     const lines = (error as Error).message.split('\n');
     expect(lines).toEqual([
-      '5 schema changes cannot be applied safely:',
-      '- collection "notes", field "a": type change from text to number cannot be applied safely',
-      '- collection "notes", field "b": type change from number to text cannot be applied safely',
-      '- collection "notes", field "d": type change from text to email cannot be applied safely',
-      '- collection "notes", field "c": the column exists but no field declares it; recordbase never drops data (declare the field again, or drop the column yourself)',
-      '- collection "tasks", field "done": type change from bool to select (multiple) cannot be applied safely',
+      '4 schema changes cannot be applied safely:',
+      '- collection "notes", field "a": type change from text to number cannot be applied safely; change it in a migration (docs/collections.md, Changing your schema)',
+      '- collection "notes", field "b": type change from number to text cannot be applied safely; change it in a migration (docs/collections.md, Changing your schema)',
+      '- collection "notes", field "d": type change from text to email cannot be applied safely; change it in a migration (docs/collections.md, Changing your schema)',
+      '- collection "tasks", field "done": type change from bool to select (multiple) cannot be applied safely; change it in a migration (docs/collections.md, Changing your schema)',
     ]);
     expect(await columnsOf('notes')).not.toHaveProperty('e');
     expect((await columnsOf('notes')).a.type).toBe('text');

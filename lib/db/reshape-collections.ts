@@ -1,0 +1,213 @@
+import type { Knex } from 'knex';
+import { shortenIdentifier, type CollectionSchema } from '../schema/collection-schema.js';
+import type { AppliedCollection } from '../schema/plan-migration.js';
+import { columnDefinitionOf, storageKindOfType } from '../schema/storage-conversions.js';
+import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
+import { quoteIdent as q } from '../sql-fragment.js';
+import { META_TABLE } from './shared-names.js';
+import { planSchemaSync, readDatabaseState } from './sync-database-schema.js';
+
+/**
+ * The SQL of the migration helpers (lib/migrations/migration-context.ts): each reshapes one
+ * collection's table inside the migration's transaction and keeps what recordbase records about
+ * it (META_TABLE, the indexes it named) in step, so that the schema sync that follows finds a
+ * database it made itself. Names arrive checked; every identifier is quoted.
+ */
+
+/** A relation of the current schema, as the helpers see it. */
+export interface TableShape {
+  readonly kind: 'table' | 'view';
+  /** Column name -> information_schema data_type. */
+  readonly columns: ReadonlyMap<string, string>;
+}
+
+/** The table or view `name` of the current schema with its columns, or undefined. */
+export async function readTableShape(trx: Knex.Transaction, name: string): Promise<TableShape | undefined> {
+  const found: { rows: { relkind: string }[] } = await trx.raw(
+    `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ? AND c.relkind IN ('r', 'p', 'v', 'm')`,
+    [name],
+  );
+  const relkind = found.rows[0]?.relkind;
+  if (relkind === undefined) return undefined;
+  const rows: { column_name: string; data_type: string }[] = await trx.select('column_name', 'data_type').from('information_schema.columns').whereRaw('table_schema = current_schema()').where({ table_name: name });
+  return { kind: relkind === 'v' || relkind === 'm' ? 'view' : 'table', columns: new Map(rows.map((row) => [row.column_name, row.data_type])) };
+}
+
+/** What META_TABLE records of every collection; empty where recordbase never synced this database. */
+export async function readAppliedCollections(trx: Knex.Transaction): Promise<Map<string, AppliedCollection>> {
+  if ((await readTableShape(trx, META_TABLE)) === undefined) return new Map();
+  const rows: { name: string; id: string; fields: AppliedCollection['fields'] }[] = await trx.select('name', 'id', 'fields').from(META_TABLE);
+  return new Map(rows.map((row) => [row.name, { id: row.id, fields: row.fields }]));
+}
+
+/** Replaces the record of one collection (`undefined`: removes it). */
+async function writeAppliedCollection(trx: Knex.Transaction, name: string, applied: AppliedCollection | undefined): Promise<void> {
+  if (applied === undefined) {
+    await trx.delete().from(META_TABLE).where({ name });
+    return;
+  }
+  await trx.insert({ name, id: applied.id, fields: JSON.stringify(applied.fields), updated: trx.fn.now() }).into(META_TABLE).onConflict('name').merge();
+}
+
+/** Changes the recorded fields of `collection`, where it is recorded. */
+export async function updateAppliedFields(
+  trx: Knex.Transaction,
+  collection: string,
+  change: (fields: AppliedCollection['fields']) => AppliedCollection['fields'],
+): Promise<void> {
+  const applied = (await readAppliedCollections(trx)).get(collection);
+  if (applied !== undefined) await writeAppliedCollection(trx, collection, { id: applied.id, fields: change(applied.fields) });
+}
+
+/** One index of a table, as pg_index describes it (expression indexes left out). */
+interface IndexShape {
+  name: string;
+  method: string;
+  unique: boolean;
+  columns: string[];
+}
+
+async function readIndexes(trx: Knex.Transaction, table: string): Promise<IndexShape[]> {
+  const result: { rows: { name: string; method: string; unique: boolean; columns: string; natts: number }[] } = await trx.raw(
+    `SELECT i.relname AS "name", am.amname AS "method", ix.indisunique AS "unique", ix.indnatts AS "natts",
+       to_json(ARRAY(SELECT a.attname::text FROM unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+         JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum ORDER BY k.ord))::text AS "columns"
+     FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_am am ON am.oid = i.relam
+     WHERE ix.indrelid = to_regclass(format('%I.%I', current_schema(), ?::text)) AND NOT ix.indisprimary`,
+    [table],
+  );
+  return result.rows
+    .map((row) => ({ name: row.name, method: row.method, unique: row.unique, columns: JSON.parse(row.columns) as string[], natts: row.natts }))
+    .filter((index) => index.columns.length === index.natts);
+}
+
+/** The name the schema planner (lib/schema/plan-migration.ts) gives an index of this shape on `table`. */
+function generatedIndexName(table: string, index: Pick<IndexShape, 'method' | 'unique'>, columns: readonly string[]): string {
+  if (index.method === 'gin' && columns.length === 1) return shortenIdentifier(`idx_${table}_${columns[0]}_gin`);
+  if (!index.unique && columns.length === 2 && columns[0] === 'created' && columns[1] === 'id') return shortenIdentifier(`idx_${table}_created`);
+  return shortenIdentifier(`idx_${table}_${columns.join('_')}${index.unique ? '_uniq' : ''}`);
+}
+
+/**
+ * Renames the indexes recordbase made on a renamed table or column to the names the planner now
+ * gives them, so that the sync does not build a second copy of each. `oldColumn` maps a column's
+ * current name to the one it had. An index of any other name (the host's own) is left as it is.
+ */
+async function renameGeneratedIndexes(trx: Knex.Transaction, options: { table: string; oldTable: string; oldColumn(column: string): string }): Promise<void> {
+  for (const index of await readIndexes(trx, options.table)) {
+    const before = generatedIndexName(options.oldTable, index, index.columns.map(options.oldColumn));
+    const after = generatedIndexName(options.table, index, index.columns);
+    if (index.name === before && after !== before) await trx.raw(`ALTER INDEX ${q(before)} RENAME TO ${q(after)}`);
+  }
+}
+
+/** Postgres's own name of a table's primary key, when it fits an identifier uncut. */
+function primaryKeyName(table: string): string | undefined {
+  const name = `${table}_pkey`;
+  return Buffer.byteLength(name) <= 63 ? name : undefined;
+}
+
+/**
+ * Renames a collection's table, its primary key and recordbase's indexes, and its record in
+ * META_TABLE (the id stays: stored files are keyed by it). Triggers (realtime's capture), views
+ * reading the table and the rows go with the table itself.
+ */
+export async function renameCollectionTable(trx: Knex.Transaction, from: string, to: string): Promise<void> {
+  await trx.raw(`ALTER TABLE ${q(from)} RENAME TO ${q(to)}`);
+  const [oldKey, newKey] = [primaryKeyName(from), primaryKeyName(to)];
+  if (oldKey !== undefined && newKey !== undefined) {
+    const found: { rows: unknown[] } = await trx.raw(`SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(format('%I.%I', current_schema(), ?::text)) AND conname = ?`, [to, oldKey]);
+    if (found.rows.length > 0) await trx.raw(`ALTER TABLE ${q(to)} RENAME CONSTRAINT ${q(oldKey)} TO ${q(newKey)}`);
+  }
+  await renameGeneratedIndexes(trx, { table: to, oldTable: from, oldColumn: (column) => column });
+  if ((await readTableShape(trx, META_TABLE)) !== undefined) await trx.update({ name: to, updated: trx.fn.now() }).table(META_TABLE).where({ name: from });
+}
+
+/** Renames a column, recordbase's indexes on it, and the field in META_TABLE. */
+export async function renameCollectionColumn(trx: Knex.Transaction, options: { table: string; from: string; to: string }): Promise<void> {
+  const { table, from, to } = options;
+  await trx.raw(`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`);
+  await renameGeneratedIndexes(trx, { table, oldTable: table, oldColumn: (column) => (column === to ? from : column) });
+  await updateAppliedFields(trx, table, (fields) => fields.map((field) => (field.name === from ? { ...field, name: to } : field)));
+}
+
+/** SQL text with each `?` kept as it is: Knex reads a bare `?` of raw SQL as a binding (the jsonb operator, a regex). */
+function keepQuestionMarks(sql: string): string {
+  return sql.replace(/\?/g, '\\?');
+}
+
+/** Stored values of `table` that fail `fits` (SQL), counted, with the smallest such record id. */
+export async function countUnfitValues(trx: Knex.Transaction, table: string, fits: string): Promise<{ count: number; example?: string }> {
+  const result: { rows: { n: number; example: string | null }[] } = await trx.raw(`SELECT count(*)::int AS "n", min("id") AS "example" FROM ${q(table)} WHERE NOT COALESCE((${keepQuestionMarks(fits)}), false)`);
+  const row = result.rows[0]!;
+  return { count: Number(row.n), ...(row.example !== null ? { example: row.example } : {}) };
+}
+
+/**
+ * Changes a column to the column of storage kind `to`, each value becoming `using` (SQL over the
+ * row's columns; NULL becomes the kind's empty value where the kind refuses NULL). recordbase's
+ * indexes on the column are dropped first (a partial index's predicate may not hold for the new
+ * type); the schema sync that follows makes the ones the declaration asks for.
+ */
+export async function changeColumnKind(trx: Knex.Transaction, options: { table: string; column: string; to: StorageKind; using: string }): Promise<void> {
+  const { table, column } = options;
+  for (const index of await readIndexes(trx, table)) {
+    if (index.columns.includes(column) && index.name === generatedIndexName(table, index, index.columns)) await trx.raw(`DROP INDEX ${q(index.name)}`);
+  }
+  const target = columnDefinitionOf(options.to);
+  const c = q(column);
+  const using = keepQuestionMarks(options.using);
+  const value = target.defaultSql !== undefined && target.notNull ? `COALESCE((${using}), ${target.defaultSql})` : `(${using})`;
+  await trx.raw(`ALTER TABLE ${q(table)} ALTER COLUMN ${c} DROP DEFAULT, ALTER COLUMN ${c} DROP NOT NULL, ALTER COLUMN ${c} TYPE ${target.type} USING ${value}`);
+  const after = [...(target.defaultSql !== undefined ? [`ALTER COLUMN ${c} SET DEFAULT ${target.defaultSql}`] : []), ...(target.notNull ? [`ALTER COLUMN ${c} SET NOT NULL`] : [])];
+  if (after.length > 0) await trx.raw(`ALTER TABLE ${q(table)} ${after.join(', ')}`);
+}
+
+/** Drops a column (its indexes go with it) and the field's record. A view that reads it makes Postgres refuse, naming the view. */
+export async function dropCollectionColumn(trx: Knex.Transaction, table: string, column: string): Promise<void> {
+  await trx.raw(`ALTER TABLE ${q(table)} DROP COLUMN ${q(column)}`);
+  await updateAppliedFields(trx, table, (fields) => fields.filter((field) => field.name !== column));
+}
+
+/** Drops a collection's table (or a view collection's view) and its record. A view that reads it makes Postgres refuse, naming the view. */
+export async function dropCollectionRelation(trx: Knex.Transaction, name: string, kind: TableShape['kind']): Promise<void> {
+  await trx.raw(`DROP ${kind === 'view' ? 'VIEW' : 'TABLE'} ${q(name)}`);
+  if ((await readTableShape(trx, META_TABLE)) !== undefined) await writeAppliedCollection(trx, name, undefined);
+}
+
+/**
+ * Brings META_TABLE in line with the tables after a migration's own SQL (`m.sql`): a collection
+ * whose table is gone loses its record, a field whose column is gone leaves it, and a field whose
+ * column the SQL converted to the declared field's kind takes the declared type.
+ */
+export async function reconcileAppliedCollections(trx: Knex.Transaction, declared: readonly CollectionSchema[]): Promise<void> {
+  for (const [name, applied] of await readAppliedCollections(trx)) {
+    const shape = await readTableShape(trx, name);
+    if (shape === undefined) {
+      await writeAppliedCollection(trx, name, undefined);
+      continue;
+    }
+    const collection = declared.find((c) => c.name === name);
+    const fields = applied.fields.filter((field) => shape.columns.has(field.name)).map((field) => {
+      const now = collection?.field(field.name);
+      const dataType = shape.columns.get(field.name);
+      const recordedKind = storageKindOfType(field.type, field.multiple);
+      if (now === undefined || now.system || recordedKind === undefined || STORAGE_KINDS[recordedKind].dataType === dataType) return field;
+      return STORAGE_KINDS[now.storage].dataType === dataType ? { name: field.name, type: now.type, multiple: now.multiple } : field;
+    });
+    if (JSON.stringify(fields) !== JSON.stringify(applied.fields)) await writeAppliedCollection(trx, name, { id: applied.id, fields });
+  }
+}
+
+/**
+ * Adds what the declarations add (tables, columns, indexes, their records) inside a migration's
+ * transaction, as the schema sync would: `m.records()` then works on the collections as declared.
+ * Throws the planner's SchemaError where a declaration cannot be applied yet. View collections wait
+ * for the sync.
+ */
+export async function addDeclaredTables(trx: Knex.Transaction, declared: readonly CollectionSchema[]): Promise<void> {
+  const tables = declared.filter((c) => c.type !== 'view');
+  const plan = planSchemaSync(tables, await readDatabaseState(trx, tables.map((c) => c.table)));
+  for (const statement of plan.statements) await trx.raw(statement);
+  for (const [name, applied] of plan.applied) await writeAppliedCollection(trx, name, applied);
+}

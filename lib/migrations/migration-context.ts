@@ -1,0 +1,163 @@
+import type { Knex } from 'knex';
+import {
+  addDeclaredTables,
+  changeColumnKind,
+  countUnfitValues,
+  dropCollectionColumn,
+  dropCollectionRelation,
+  readAppliedCollections,
+  readTableShape,
+  reconcileAppliedCollections,
+  renameCollectionColumn,
+  renameCollectionTable,
+  updateAppliedFields,
+  type TableShape,
+} from '../db/reshape-collections.js';
+import { SchemaError } from '../errors.js';
+import type { CollectionSchema } from '../schema/collection-schema.js';
+import { SYSTEM_FIELD_NAMES } from '../schema/collection-schema.js';
+import { findStorageConversion, storageKindOfDataType, storageKindOfType } from '../schema/storage-conversions.js';
+import { quoteIdent as q } from '../sql-fragment.js';
+import type { MigrationContext } from './migration-definition.js';
+import { createTransactionRecords, type MigrationServices } from './transaction-records.js';
+
+const COLLECTION_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** One migration's context, and what ends it once its transaction is over. */
+export interface MigrationRun {
+  readonly context: MigrationContext;
+  finish(outcome: 'committed' | 'rolled-back'): Promise<void>;
+}
+
+/**
+ * The helpers of one migration (MigrationContext), each inside `trx`. The declared collections
+ * are the code's now: the migration runs against the database as the previous release left it,
+ * before the schema sync brings it up to the declarations.
+ *
+ * On a database recordbase has never synced (no collection recorded), the helpers that reshape
+ * existing tables find nothing to reshape and do nothing (an info line says so): the sync then
+ * makes every collection as declared. Elsewhere a helper naming what is not there is an error,
+ * so a typo never passes for done.
+ */
+export async function startMigration(trx: Knex.Transaction, options: { name: string; services: MigrationServices }): Promise<MigrationRun> {
+  const { name, services } = options;
+  const declared = services.compiled.registry.collections;
+  const fresh = (await readAppliedCollections(trx)).size === 0;
+  const records = createTransactionRecords(trx, { services, prepare: () => addDeclaredTables(trx, declared) });
+  const declaredCollection = (collection: string): CollectionSchema | undefined => declared.find((c) => c.name === collection);
+
+  /** The table a helper works on; undefined when there is nothing to do on a fresh database. */
+  async function requireTable(helper: string, collection: string): Promise<TableShape | undefined> {
+    checkName(helper, 'collection', collection, COLLECTION_NAME);
+    const shape = await readTableShape(trx, collection);
+    if (shape?.kind === 'view') throw new SchemaError(`${helper}: "${collection}" is a view collection, which holds no records of its own; change its query in the declaration instead`);
+    if (shape !== undefined) return shape;
+    if (fresh) {
+      services.logger.info(`migration "${name}": ${helper} has nothing to do: the database has no collections yet (the schema sync makes them as declared)`);
+      return undefined;
+    }
+    throw new SchemaError(`${helper}: there is no collection "${collection}" in the database`);
+  }
+
+  function requireColumn(helper: string, shape: TableShape, collection: string, field: string): void {
+    checkName(helper, 'field', field, FIELD_NAME);
+    if ((SYSTEM_FIELD_NAMES as readonly string[]).includes(field)) throw new SchemaError(`${helper}: "${field}" is a system field, which no migration changes`);
+    if (!shape.columns.has(field)) throw new SchemaError(`${helper}: collection "${collection}" has no field "${field}" in the database`);
+  }
+
+  const context: MigrationContext = {
+    name,
+    async renameCollection(from, to) {
+      const helper = `renameCollection("${from}", "${to}")`;
+      checkName(helper, 'collection', to, COLLECTION_NAME);
+      if (to.startsWith('_rb') || to.startsWith('_recordbase')) throw new SchemaError(`${helper}: names starting with "_rb" or "_recordbase" are reserved`);
+      if ((await requireTable(helper, from)) === undefined) return;
+      if ((await readTableShape(trx, to)) !== undefined) throw new SchemaError(`${helper}: "${to}" already exists in the database`);
+      const recorded = (await readAppliedCollections(trx)).get(from);
+      const now = declaredCollection(to);
+      if (recorded !== undefined && now !== undefined && now.id !== recorded.id) {
+        throw new SchemaError(
+          `${helper}: the collection keeps its id "${recorded.id}" (its stored files are keyed by it), but "${to}" is declared with the id "${now.id}"; declare id: "${recorded.id}" on it`,
+        );
+      }
+      await renameCollectionTable(trx, from, to);
+    },
+
+    async renameField(collection, from, to) {
+      const helper = `renameField("${collection}", "${from}", "${to}")`;
+      const shape = await requireTable(helper, collection);
+      if (shape === undefined) return;
+      requireColumn(helper, shape, collection, from);
+      checkName(helper, 'field', to, FIELD_NAME);
+      if ((SYSTEM_FIELD_NAMES as readonly string[]).includes(to) || shape.columns.has(to)) throw new SchemaError(`${helper}: collection "${collection}" already has a column "${to}"`);
+      await renameCollectionColumn(trx, { table: collection, from, to });
+    },
+
+    async changeFieldType(collection, field, options = {}) {
+      const helper = `changeFieldType("${collection}", "${field}")`;
+      const shape = await requireTable(helper, collection);
+      if (shape === undefined) return;
+      requireColumn(helper, shape, collection, field);
+      const target = declaredCollection(collection)?.field(field);
+      if (target === undefined || target.system) throw new SchemaError(`${helper}: the field is not declared; declare it with its new type, then convert it`);
+      const recorded = (await readAppliedCollections(trx)).get(collection)?.fields.find((f) => f.name === field);
+      const from = (recorded && storageKindOfType(recorded.type, recorded.multiple)) ?? storageKindOfDataType(shape.columns.get(field)!);
+      let using = options.using;
+      if (using !== undefined && (typeof using !== 'string' || using.trim() === '')) throw new SchemaError(`${helper}: using must be an SQL expression`);
+      if (using === undefined) {
+        const conversion = from === undefined ? undefined : findStorageConversion(from, target.storage);
+        if (conversion === undefined) {
+          throw new SchemaError(`${helper}: recordbase has no conversion from ${from ?? `a ${shape.columns.get(field)} column`} to ${target.storage} (${target.type}); pass { using: 'an SQL expression' }`);
+        }
+        if (conversion.fits) {
+          const unfit = await countUnfitValues(trx, collection, conversion.fits(q(field)));
+          if (unfit.count > 0) {
+            throw new SchemaError(
+              `${helper}: ${unfit.count} record(s) hold values that do not convert from ${from} to ${target.storage} without loss (record "${unfit.example}" among them); pass { using } to say how`,
+            );
+          }
+        }
+        if (from !== target.storage) using = conversion.using(q(field));
+      }
+      if (using !== undefined) await changeColumnKind(trx, { table: collection, column: field, to: target.storage, using });
+      await updateAppliedFields(trx, collection, (fields) => fields.map((f) => (f.name === field ? { name: field, type: target.type, multiple: target.multiple } : f)));
+    },
+
+    async dropField(collection, field) {
+      const helper = `dropField("${collection}", "${field}")`;
+      const shape = await requireTable(helper, collection);
+      if (shape === undefined) return;
+      requireColumn(helper, shape, collection, field);
+      if (declaredCollection(collection)?.field(field) !== undefined) throw new SchemaError(`${helper}: the field is still declared, and the sync would add it back empty; remove it from the collection first`);
+      await dropCollectionColumn(trx, collection, field);
+    },
+
+    async dropCollection(collection) {
+      const helper = `dropCollection("${collection}")`;
+      checkName(helper, 'collection', collection, COLLECTION_NAME);
+      const shape = await readTableShape(trx, collection);
+      if (declaredCollection(collection) !== undefined) throw new SchemaError(`${helper}: the collection is still declared, and the sync would make it again empty; remove it first`);
+      if (shape === undefined) {
+        await requireTable(helper, collection);
+        return;
+      }
+      await dropCollectionRelation(trx, collection, shape.kind);
+    },
+
+    async sql(text, bindings) {
+      if (typeof text !== 'string' || text.trim() === '') throw new TypeError('m.sql needs the SQL text');
+      const result: unknown = bindings === undefined ? await trx.raw(text) : await trx.raw(text, [...bindings] as Knex.RawBinding[]);
+      await reconcileAppliedCollections(trx, declared);
+      const last = Array.isArray(result) ? result.at(-1) : result;
+      return ((last as { rows?: Record<string, unknown>[] } | undefined)?.rows ?? []).slice();
+    },
+
+    records: (collection) => records.collection(collection),
+  };
+  return { context, finish: (outcome) => records.finish(outcome) };
+}
+
+function checkName(helper: string, what: string, name: unknown, pattern: RegExp): void {
+  if (typeof name !== 'string' || !pattern.test(name)) throw new SchemaError(`${helper}: ${JSON.stringify(name)} is not a valid ${what} name`);
+}

@@ -1,0 +1,112 @@
+import type { Knex } from 'knex';
+import {
+  forgetAppliedMigration,
+  inSchemaLockedTransaction,
+  isMigrationApplied,
+  readAppliedMigrations,
+  recordAppliedMigration,
+  type AppliedMigration,
+} from '../db/migration-records.js';
+import { RecordbaseError, SchemaError } from '../errors.js';
+import { loadMigrations, type LoadedMigration } from './load-migrations.js';
+import type { MigrationsOption } from './migration-definition.js';
+import { startMigration, type MigrationRun } from './migration-context.js';
+import type { MigrationServices } from './transaction-records.js';
+
+/**
+ * Applies the migrations the database has not applied yet, in name order, each in its own
+ * transaction under the schema lock with its row in MIGRATIONS_TABLE: the migration and its row
+ * commit together or not at all. Instances starting together queue on the lock, and each looks
+ * again once it holds it, so every migration is applied once, by one of them. The first failure
+ * stops the run: its transaction rolls back, and the SchemaError names the migration and the
+ * cause. Answers the names applied here.
+ */
+export async function applyPendingMigrations(db: Knex, options: { migrations: readonly LoadedMigration[]; services: MigrationServices }): Promise<string[]> {
+  if (options.migrations.length === 0) return [];
+  const done = new Set((await readAppliedMigrations(db)).map((row) => row.name));
+  const applied: string[] = [];
+  for (const migration of options.migrations) {
+    if (done.has(migration.name)) continue;
+    const ran = await runInTransaction(db, { migration, services: options.services, direction: 'up' });
+    if (ran) applied.push(migration.name);
+  }
+  return applied;
+}
+
+/** Runs one migration's `up` (unless applied meanwhile) or `down`, with its row written or removed in the same transaction. */
+async function runInTransaction(db: Knex, options: { migration: LoadedMigration; services: MigrationServices; direction: 'up' | 'down' }): Promise<boolean> {
+  const { migration, direction } = options;
+  let run: MigrationRun | undefined;
+  try {
+    const ran = await inSchemaLockedTransaction(db, async (trx) => {
+      if ((await isMigrationApplied(trx, migration.name)) !== (direction === 'down')) return false;
+      run = await startMigration(trx, { name: migration.name, services: options.services });
+      if (direction === 'up') {
+        await migration.up(run.context);
+        await recordAppliedMigration(trx, migration);
+      } else {
+        await migration.down!(run.context);
+        await forgetAppliedMigration(trx, migration.name);
+      }
+      return true;
+    });
+    await run?.finish('committed');
+    return ran;
+  } catch (err) {
+    await run?.finish('rolled-back');
+    throw Object.assign(new SchemaError(`migration "${migration.name}"${direction === 'down' ? ' (down)' : ''} failed and was rolled back, nothing of it applied: ${describeError(err)}`), { cause: err });
+  }
+}
+
+/** An error's message, with the field errors of a validation failure (a `records()` write) spelled out. */
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const data = err instanceof RecordbaseError && Object.keys(err.data).length > 0 ? ` ${JSON.stringify(err.data)}` : '';
+  return `${err.message}${data}`;
+}
+
+/**
+ * The one call of the router at start-up (before the schema sync): loads the option's migrations
+ * and applies those pending, logging one line for each.
+ */
+export async function migrateAtStart(db: Knex, options: { option: MigrationsOption; services: MigrationServices }): Promise<void> {
+  const migrations = await loadMigrations(options.option);
+  for (const name of await applyPendingMigrations(db, { migrations, services: options.services })) options.services.logger.info(`migrations: applied "${name}"`);
+}
+
+/** One migration as `recordbase migrate status` shows it. */
+export interface MigrationStatus {
+  readonly name: string;
+  /** When it was applied; undefined while pending. */
+  readonly appliedAt?: string;
+  /** Applied, and its code changed since (the recorded checksum differs). */
+  readonly changed: boolean;
+  /** Applied, but no longer among the migrations (its file is gone). */
+  readonly missing: boolean;
+}
+
+/** Every migration applied or pending, applied ones first in the order they were applied. Reads only. */
+export async function describeMigrations(db: Knex, migrations: readonly LoadedMigration[]): Promise<MigrationStatus[]> {
+  const applied = await readAppliedMigrations(db);
+  const byName = new Map(migrations.map((m) => [m.name, m]));
+  const done = new Set(applied.map((row) => row.name));
+  return [
+    ...applied.map((row) => ({ name: row.name, appliedAt: row.appliedAt, changed: byName.has(row.name) && byName.get(row.name)!.checksum !== row.checksum, missing: !byName.has(row.name) })),
+    ...migrations.filter((m) => !done.has(m.name)).map((m) => ({ name: m.name, changed: false, missing: false })),
+  ];
+}
+
+/**
+ * Runs the `down` of the migration applied last and removes its row, in one transaction under
+ * the schema lock. An Error when none is applied, when the last one is no longer among the
+ * migrations, or when it has no `down`. Answers its name.
+ */
+export async function revertLastMigration(db: Knex, options: { migrations: readonly LoadedMigration[]; services: MigrationServices }): Promise<string> {
+  const last: AppliedMigration | undefined = (await readAppliedMigrations(db)).at(-1);
+  if (last === undefined) throw new Error('no migration has been applied to this database');
+  const migration = options.migrations.find((m) => m.name === last.name);
+  if (migration === undefined) throw new Error(`the last migration applied, "${last.name}", is not among the migrations (its file is gone); restore it to run its down`);
+  if (migration.down === undefined) throw new Error(`migration "${last.name}" has no down; write one, or undo it in a new migration`);
+  if (!(await runInTransaction(db, { migration, services: options.services, direction: 'down' }))) throw new Error(`migration "${last.name}" was reverted meanwhile by another process`);
+  return last.name;
+}
