@@ -125,6 +125,11 @@ export interface RecordsRouterOptions {
    */
   openapi?: boolean;
   /**
+   * Serve the dashboard, an admin UI for superusers, at `{mount}/_/` (docs/dashboard.md). It calls
+   * the public API with the caller's own token. Default `false`: `{mount}/_/` answers 404.
+   */
+  dashboard?: boolean;
+  /**
    * Realtime (`GET`/`POST /api/realtime`, docs/realtime.md): PocketBase's server-sent events, on
    * one instance or several on one Postgres. `false` turns it off here (the routes answer 404;
    * other instances on the database keep theirs). Default: on, with the defaults of RealtimeSettings.
@@ -209,6 +214,7 @@ export interface ResolvedOptions {
   /** Where multipart uploads are spooled while a request runs: `dataDir/uploads-tmp`. */
   uploadTempDir: string;
   openapi: boolean;
+  dashboard: boolean;
   realtime: RealtimeSettings | false;
   migrations?: MigrationsOption;
   backups: BackupSettings;
@@ -356,6 +362,7 @@ export const OPTION_TABLE: OptionTable = {
     thumbnailWorkers: { derive: () => Math.min(os.availableParallelism(), MAX_DEFAULT_THUMBNAIL_WORKERS), check: checkPositiveInteger },
     hooks: { derive: () => ({}), check: (_path, value, { given }) => checkHooks(value, isDeclaredIn(given.collections)) },
     openapi: { default: false, check: checkBoolean },
+    dashboard: { default: false, check: checkBoolean },
     migrations: { check: checkMigrationsOption },
   },
   groups: {

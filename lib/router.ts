@@ -17,6 +17,7 @@ import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.
 import { HEALTH_ROUTE } from './http/api-fallback-routes.js';
 import { migrateAtStart } from './migrations/run-migrations.js';
 import { createBatchRoutes } from './http/batch-routes.js';
+import { createDashboardRoutes } from './http/dashboard-routes.js';
 import { createDispatch } from './http/dispatch.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
 import { createFilesRoutes } from './http/files-routes.js';
@@ -217,6 +218,7 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   routes.push(...createBatchRoutes({ records, presenter, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
   routes.push(...createBackupRoutes({ backups: runtime.backups, fileTokens: runtime.fileTokens, resolveCaller, logger }));
+  routes.push(...createDashboardRoutes({ enabled: resolved.dashboard, registry: runtime.compiled.registry, resolveCaller }));
   routes.push(HEALTH_ROUTE);
   return routes;
 }

@@ -1,13 +1,13 @@
 /**
  * The demo host app: an Express app that mounts recordbase under /backend, on the embedded
- * database in ./rb_data (no server needed). `npm start` runs it.
+ * database in ./rb_data (no server needed), with the dashboard at /backend/_/. `npm start` runs it.
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createAppServer, createRecordsRouter, type Identity } from '../../lib/index.js';
 import { demoCollections } from './collections.js';
 
-// A stand-in for the host's real authentication: two fixed tokens.
+// A stand-in for the host's real authentication: two fixed tokens, for local use only.
 const demoTokens: Record<string, Identity> = {
   'demo-admin': { id: 'demoadmin000000', superuser: true },
   'demo-alice': { id: 'demoalice000000', name: 'Alice' },
@@ -18,6 +18,7 @@ const records = createRecordsRouter({
   collections: demoCollections,
   dataDir: process.env.RB_DATA_DIR ?? './rb_data',
   auth: (token) => demoTokens[token] ?? null,
+  dashboard: true,
   hooks: {
     // A post's author is whoever creates it: clients cannot write posts in someone else's name.
     posts: {
@@ -29,7 +30,7 @@ const records = createRecordsRouter({
 });
 app.use('/backend', records);
 app.get('/', (_req, res) => {
-  res.type('text').send('recordbase demo: the API is under /backend/api/collections/{users,posts,comments}/records\n');
+  res.type('text').send('recordbase demo: the API is under /backend/api/collections/{users,posts,comments}/records, the dashboard at /backend/_/\n');
 });
 
 const port = Number(process.env.PORT ?? 8090);
@@ -49,6 +50,7 @@ server.listen(port, '127.0.0.1', async () => {
   const base = `http://${address.address}:${address.port}/backend`;
   await seedAlice(base); // Alice exists as a user record, so posts can point at her
   console.log(`recordbase demo listening on ${base}`);
+  console.log(`Dashboard: ${base}/_/ (sign in with the superuser token demo-admin; local use only)`);
   console.log('Try:');
   console.log(`  curl -X POST ${base}/api/collections/posts/records -H 'Authorization: demo-alice' -H 'Content-Type: application/json' -d '{"title":"Hello"}'`);
   console.log(`  curl '${base}/api/collections/posts/records?perPage=10'`);

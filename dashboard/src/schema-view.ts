@@ -1,0 +1,58 @@
+/** A collection's fields, indexes and rules, read-only: collections are declared in the host's code. */
+import type { CollectionInfo, FieldInfo } from './api.js';
+import { html } from './html.js';
+
+/** The keys every field has, shown in their own columns. */
+const BASE_KEYS = new Set(['name', 'type', 'system', 'required', 'hidden', 'multiple', 'presentable', 'help', 'id']);
+
+function settingsOf(field: FieldInfo): string {
+  return Object.entries(field)
+    .filter(([key]) => !BASE_KEYS.has(key))
+    .map(([key, value]) => `${key}: ${JSON.stringify(value)}`)
+    .join(', ');
+}
+
+function flagsOf(field: FieldInfo): string {
+  return (['system', 'required', 'hidden', 'presentable'] as const).filter((flag) => field[flag]).join(', ');
+}
+
+function describeRule(rule: string | null): string {
+  if (rule === null) return 'superusers only';
+  return rule === '' ? 'everyone' : rule;
+}
+
+export function SchemaView(props: { collection: CollectionInfo; onBack: () => void }) {
+  const { collection } = props;
+  return html`<section class="schema" aria-labelledby="schema-title">
+    <div class="toolbar">
+      <h2 id="schema-title">${collection.name}: schema</h2>
+      <button type="button" onClick=${props.onBack}>Records</button>
+    </div>
+    <p class="note">Read-only: collections are declared in code (the <code>collections</code> option of <code>createRecordsRouter</code>); change them there.</p>
+    <p>Type <code>${collection.type}</code>, id <code>${collection.id}</code></p>
+    ${collection.viewQuery ? html`<pre class="code">${collection.viewQuery}</pre>` : null}
+    <h3>Fields</h3>
+    <div class="table-wrap">
+      <table aria-label=${`${collection.name} fields`}>
+        <thead><tr><th scope="col">name</th><th scope="col">type</th><th scope="col">flags</th><th scope="col">settings</th><th scope="col">help</th></tr></thead>
+        <tbody>
+          ${collection.fields.map(
+            (f) => html`<tr key=${f.name}><td>${f.name}</td><td>${f.type}</td><td>${flagsOf(f)}</td><td>${settingsOf(f)}</td><td>${f.help}</td></tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
+    <h3>Indexes</h3>
+    ${collection.indexes.length === 0
+      ? html`<p>None.</p>`
+      : html`<ul>
+          ${collection.indexes.map(
+            (index) => html`<li key=${index.name}><code>${index.name}</code>: ${index.unique ? 'unique ' : ''}(${index.columns.map((c) => `${c.column}${c.descending ? ' desc' : ''}`).join(', ')})</li>`,
+          )}
+        </ul>`}
+    <h3>Rules</h3>
+    <dl class="rules">
+      ${Object.entries(collection.rules).map(([name, rule]) => html`<div key=${name}><dt>${name}</dt><dd><code>${describeRule(rule)}</code></dd></div>`)}
+    </dl>
+  </section>`;
+}
