@@ -41,7 +41,7 @@ export type {
   BeforeDeleteEvent,
   AfterWriteEvent,
 } from './records/record-hooks.js';
-export type { Logger } from './logger.js';
+export type { Logger, RequestLogEntry, RequestLogFunction } from './logger.js';
 export type {
   CollectionDefinition,
   BaseCollectionDefinition,

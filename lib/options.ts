@@ -6,7 +6,7 @@ import type { AuthFunction } from './auth/identity.js';
 import { diskStorage } from './files/disk-storage.js';
 import type { Storage } from './files/storage.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
-import type { Logger } from './logger.js';
+import type { Logger, RequestLogFunction } from './logger.js';
 import { consoleLogger } from './logger.js';
 import type { BatchSettings } from './records/run-batch.js';
 import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/bound-statements.js';
@@ -83,6 +83,12 @@ export interface RecordsRouterOptions {
   logger?: Logger;
   /** Where uploaded files and thumbnails live. Default: `diskStorage({ root: dataDir + '/storage' })`. */
   storage?: Storage;
+  /**
+   * Called once per request the router answers, when its response ends, with what it did
+   * (method, route, path without query, status, duration, collection, caller id; never a token).
+   * Absent: no request log.
+   */
+  onRequest?: RequestLogFunction;
   /**
    * Multipart updates: `'replace'` (default, the interface's rule) clears every field the request
    * does not send; `'merge'` changes only the fields sent, like a JSON update.
@@ -204,6 +210,7 @@ export interface ResolvedOptions {
   /** The given storage, or the default disk storage under `dataDir/storage` (it creates nothing until the first write). */
   storage: Storage;
   multipartUpdate: 'replace' | 'merge';
+  onRequest?: RequestLogFunction;
   fileTokenSecret?: string;
   thumbnail?: ThumbnailFunction;
   thumbnailWorkers: number;
@@ -356,6 +363,7 @@ export const OPTION_TABLE: OptionTable = {
     logger: { default: consoleLogger, check: checkLogger },
     storage: { derive: (context) => diskStorage({ root: path.join(resolvedBefore(context, 'dataDir'), 'storage') }), check: checkStorage },
     auth: { check: checkFunction<AuthFunction> },
+    onRequest: { check: checkFunction<RequestLogFunction> },
     multipartUpdate: { default: 'replace', check: checkOneOf(['replace', 'merge']) },
     fileTokenSecret: { check: checkFileTokenSecret },
     thumbnail: { check: checkFunction<ThumbnailFunction> },

@@ -21,9 +21,11 @@ import { createDashboardRoutes } from './http/dashboard-routes.js';
 import { createDispatch } from './http/dispatch.js';
 import { createErrorMiddleware } from './http/error-middleware.js';
 import { createFilesRoutes } from './http/files-routes.js';
+import { createLandingPage } from './http/landing-page.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createRealtimeRoutes } from './http/realtime-routes.js';
+import { createRequestLog } from './http/request-log.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
 import { RouteTable, type Route } from './http/route-table.js';
@@ -92,7 +94,9 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   }
 
   const router = express.Router() as RecordsRouter;
+  if (resolved.onRequest) router.use(createRequestLog(resolved.onRequest, logger));
   router.use(serveWhenReady(started.then((s) => s.dispatch), errorMiddleware));
+  router.get('/', createLandingPage({ dashboard: resolved.dashboard, openapi: resolved.openapi, atAppRoot: 'next' }));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'api', { value: createRecordsApi(depsOnceStarted), enumerable: true });
   Object.defineProperty(router, 'backup', { value: (request?: { name?: string }) => started.then((s) => s.runtime.backups.create(request), (err: unknown) => Promise.reject(describeStartFailure(err))), enumerable: true });

@@ -2,14 +2,16 @@ import type { CollectionDefinition } from '../../lib/index.js';
 
 /**
  * The demo's collections: users, posts written by a user, comments on a post. Anyone may read;
- * signed-in callers may write; authors may edit their own posts.
+ * signed-in callers may write (as the author: the demo's hooks set it); authors may edit their
+ * own posts; users' e-mails are hidden from everyone but superusers.
  */
 export const demoCollections: CollectionDefinition[] = [
   {
     name: 'users',
     fields: [
       { name: 'name', type: 'text', required: true, max: 100 },
-      { name: 'email', type: 'email' },
+      // Hidden: only superusers see it; a guest listing users must not harvest addresses.
+      { name: 'email', type: 'email', hidden: true },
     ],
     rules: { list: '', view: '', create: null, update: null, delete: null },
     indexes: [{ fields: ['email'], unique: true }],

@@ -4,7 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { createAppServer, createRecordsRouter, type Identity } from '../../lib/index.js';
+import { createAppServer, createRecordsRouter, type BeforeCreateEvent, type Identity } from '../../lib/index.js';
 import { demoCollections } from './collections.js';
 
 // A stand-in for the host's real authentication: two fixed tokens, for local use only.
@@ -13,25 +13,21 @@ const demoTokens: Record<string, Identity> = {
   'demo-alice': { id: 'demoalice000000', name: 'Alice' },
 };
 
+/** A post's or comment's author is whoever creates it: clients cannot write in someone else's name. */
+function makeCallerTheAuthor(e: BeforeCreateEvent): void {
+  if (!e.identity?.superuser) e.data.author = e.identity?.id ?? '';
+}
+
 const app = express();
 const records = createRecordsRouter({
   collections: demoCollections,
   dataDir: process.env.RB_DATA_DIR ?? './rb_data',
   auth: (token) => demoTokens[token] ?? null,
   dashboard: true,
-  hooks: {
-    // A post's author is whoever creates it: clients cannot write posts in someone else's name.
-    posts: {
-      beforeCreate: (e) => {
-        if (!e.identity?.superuser) e.data.author = e.identity?.id ?? '';
-      },
-    },
-  },
+  hooks: { posts: { beforeCreate: makeCallerTheAuthor }, comments: { beforeCreate: makeCallerTheAuthor } },
 });
 app.use('/backend', records);
-app.get('/', (_req, res) => {
-  res.type('text').send('recordbase demo: the API is under /backend/api/collections/{users,posts,comments}/records, the dashboard at /backend/_/\n');
-});
+app.get('/', (_req, res) => res.redirect('/backend/')); // the router's own page: what is where
 
 const port = Number(process.env.PORT ?? 8090);
 // Made by createAppServer rather than app.listen: requests carry the app's prototypes from the

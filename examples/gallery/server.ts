@@ -122,6 +122,11 @@ function renderPage(api: string): string {
     const res = await fetch(api + '/collections/photos/records?perPage=100&sort=-created');
     const body = await res.json();
     if (!res.ok) return showStatus(describeError(body), true);
+    if (body.items.length === 0) {
+      const empty = document.createElement('p');
+      empty.textContent = 'No photos yet: upload one above.';
+      return grid.replaceChildren(empty);
+    }
     grid.replaceChildren.apply(grid, body.items.map(renderCard));
   }
 

@@ -6,6 +6,7 @@ import express from 'express';
 import type { Knex } from 'knex';
 import { createRecordsRouter } from '../router.js';
 import { createAppServer } from '../http/create-app-server.js';
+import { createLandingPage } from '../http/landing-page.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
 import type { ResolvedOptions } from '../options.js';
 import { planDatabaseSync, previewViewCollections } from '../db/sync-database-schema.js';
@@ -70,10 +71,12 @@ async function serve(args: string[]): Promise<void> {
   });
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be a port number (0-65535), got "${values.port}"`);
-  const router = createRecordsRouter(await loadConfig(values.config));
+  const config = await loadConfig(values.config);
+  const router = createRecordsRouter(config);
   const app = express();
   app.disable('x-powered-by');
   app.use('/', router);
+  app.get('/', createLandingPage({ dashboard: config.dashboard === true, openapi: config.openapi === true, atAppRoot: 'answer' }));
   // Listen before the schema sync, so a taken port fails at once; requests wait for `ready`.
   // The app's prototypes are given to the server (create-app-server.ts): Express then changes no
   // request's prototype, which costs V8 a hidden class per request.

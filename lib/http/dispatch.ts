@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Limits } from '../options.js';
 import { isApiPath, unservedPathError } from './api-fallback-routes.js';
 import { setRequestDatabaseContext } from './request-database-context.js';
+import { noteRoute } from './request-log.js';
 import { runHandlers, type RouteTable } from './route-table.js';
 
 /** How the router answers a request once it is ready (Express's handler shape, without a result). */
@@ -55,6 +56,7 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       return;
     }
     req.params = match.params;
+    noteRoute(req, match.route.path, match.params);
     const gone = new ClientGone();
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();

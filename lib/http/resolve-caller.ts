@@ -6,6 +6,7 @@ import type { Caller } from '../records/caller.js';
 import type { Logger } from '../logger.js';
 import { readRuleHeaders } from '../query/request-headers.js';
 import { readQueryParam } from './parse-list-query.js';
+import { noteCaller } from './request-log.js';
 
 /** Repeated query parameters keep their first value; nested ones are dropped (rules read strings). */
 function flattenQuery(query: Request['query']): Record<string, string> {
@@ -30,6 +31,7 @@ function checkIdentity(value: unknown): Identity | null {
 
 /** What the rules may read of a request, for an identity already known (`null`: a guest). */
 export function describeRequest(req: Request, auth: Identity | null): Caller {
+  noteCaller(req, auth?.id);
   return {
     request: {
       auth,

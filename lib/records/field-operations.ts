@@ -33,6 +33,8 @@ export interface WriteOperations {
   readonly uploads: readonly StagedUpload[];
   /** The uploads' own 422s (size, type), by field name. */
   readonly uploadErrors: Readonly<Record<string, FieldError>>;
+  /** The fields a replace-mode multipart update clears because it did not send them, by name. */
+  readonly cleared: readonly string[];
 }
 
 /** What readWriteOperations reads. */
@@ -77,10 +79,12 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     const list = entryOf(upload.field).uploads;
     list.set(upload.operation, [...(list.get(upload.operation) ?? []), upload]);
   }
+  const cleared: string[] = [];
   if (request.clearUnsent) {
     for (const field of collection.fields) {
       if (field.system || byField.has(field) || (field.hidden && !request.clearUnsent.includeHidden)) continue;
       entryOf(field).sent.set('set', null);
+      cleared.push(field.name);
     }
   }
   const fields = collection.fields.filter((f): f is DeclaredFieldSchema => !f.system && byField.has(f)).map((field) => ({ field, ...byField.get(field)! }));
@@ -92,5 +96,6 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     fields,
     uploads: staged,
     uploadErrors: errors,
+    cleared,
   };
 }

@@ -11,6 +11,7 @@ import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isRecordId } from '../schema/record-id.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { withRequestContext } from '../query/request-info.js';
+import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
@@ -107,6 +108,7 @@ export class RecordService {
       compiled,
       options,
       writer: new RecordWriter(compiled, options.files),
+      warnCleared: createClearedFieldsWarning(options.logger),
       storeOf: (context) => this.storeOf(context),
       inUnit: (context, work) => this.inUnit(context, work),
     };
@@ -173,6 +175,8 @@ export interface RecordServiceParts {
   readonly compiled: CompiledCollections;
   readonly options: RecordServiceOptions;
   readonly writer: RecordWriter;
+  /** Logs (rate-limited) a replace-mode multipart update that the rule refused after it cleared fields. */
+  readonly warnCleared: ClearedFieldsWarning;
   storeOf(context: OperationContext): RecordStore;
   inUnit<T>(context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T>;
 }
@@ -272,7 +276,12 @@ export class ScopedRecordService {
       return this.parts.inUnit(this.context, async (unit) => {
         const existing = await findOrNotFound(unit.store, { collection, id, where: readsBody ? [] : where, lock: true });
         const write = normalizeWrite(operations, existing);
-        if (readsBody) await findOrNotFound(unit.store, { collection, id, where: this.rule(collection, 'update', write.data) });
+        if (readsBody) {
+          await findOrNotFound(unit.store, { collection, id, where: this.rule(collection, 'update', write.data) }).catch((err: unknown) => {
+            if (err instanceof NotFoundError) this.parts.warnCleared(collection, operations.cleared);
+            throw err;
+          });
+        }
         if (hooks.has(collection, 'beforeUpdate')) {
           writer.throwIfInvalid(collection, write, existing);
           await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, unit), data: write.data, record: existing });

@@ -200,6 +200,11 @@ describe('the recordbase executable and the demo', () => {
       expect(created.status).toBe(200);
       const list = (await (await fetch(`${url}/api/collections/notes/records`)).json()) as { items: { text: string }[] };
       expect(list.items.map((r: { text: string }) => r.text)).toEqual(['hi']);
+      // `/` is the router's page, not Express's "Cannot GET /"
+      const page = await fetch(`${url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(await page.text()).toContain('href="api/health"');
     } finally {
       await stop(child);
     }
@@ -211,7 +216,7 @@ describe('the recordbase executable and the demo', () => {
     await expect(run(process.execPath, [cli, 'frobnicate'], { cwd: dir })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('Usage') });
   }, 60_000);
 
-  test('the demo (npm start) serves the README flow: a signed-in create (its hook makes the caller the author), a guest list, a refused guest create', async () => {
+  test('the demo (npm start) serves the README flow: a signed-in create (its hooks make the caller the author of posts and comments), a guest list without e-mails, a refused guest create, a page at the printed address', async () => {
     const { child, url, output } = await startAndReadUrl([join(root, 'dist/examples/demo/server.js')], { cwd: dir, env: { PORT: '0', RB_DATA_DIR: join(dir, 'demo') } });
     try {
       await new Promise((r) => setTimeout(r, 300)); // the demo seeds its user right after printing
@@ -227,6 +232,25 @@ describe('the recordbase executable and the demo', () => {
       expect(list).toMatchObject({ page: 1, perPage: 10, totalItems: 1, items: [{ title: 'Hello', author: 'demoalice000000' }] });
       const guest = await fetch(`${url}/api/collections/posts/records`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"x"}' });
       expect(guest.status).toBe(403);
+      // comments get their author the same way
+      const post = (await created.json()) as { id: string };
+      const comment = await fetch(`${url}/api/collections/comments/records`, {
+        method: 'POST',
+        headers: { Authorization: 'demo-alice', 'Content-Type': 'application/json' },
+        body: JSON.stringify({ text: 'First', post: post.id, author: 'demoadmin000000' }),
+      });
+      expect(await comment.json()).toMatchObject({ text: 'First', author: 'demoalice000000' });
+      // users' e-mails are for superusers only
+      const guestUsers = (await (await fetch(`${url}/api/collections/users/records`)).json()) as { items: Record<string, unknown>[] };
+      expect(guestUsers.items).toEqual([expect.objectContaining({ id: 'demoalice000000', name: 'Alice' })]);
+      expect(guestUsers.items[0]).not.toHaveProperty('email');
+      const asAdmin = (await (await fetch(`${url}/api/collections/users/records`, { headers: { Authorization: 'demo-admin' } })).json()) as { items: Record<string, unknown>[] };
+      expect(asAdmin.items[0]).toMatchObject({ email: 'alice@example.com' });
+      // the printed address answers: the router's page, with the dashboard's link
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(page.url).toBe(`${url}/`);
+      expect(await page.text()).toContain('href="_/"');
     } finally {
       await stop(child);
     }

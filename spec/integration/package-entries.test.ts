@@ -25,7 +25,8 @@ import { register } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(BLOCK_AWS_HOOKS)}));
 const main = await import('recordbase');
 const contract = await import('recordbase/storage-contract');
-const outcome = { main: Object.keys(main).sort(), contract: Object.keys(contract).sort() };
+const jwt = await import('recordbase/jwt');
+const outcome = { main: Object.keys(main).sort(), contract: Object.keys(contract).sort(), jwt: Object.keys(jwt).sort() };
 try {
   await import('recordbase/s3');
   outcome.s3 = 'loaded';
@@ -42,11 +43,12 @@ describe('package entries', () => {
     root = await ensureBuilt();
   }, 120_000);
 
-  test('recordbase and recordbase/storage-contract load without the AWS SDK; recordbase/s3 needs it', async () => {
+  test('recordbase, recordbase/jwt and recordbase/storage-contract load without the AWS SDK; recordbase/s3 needs it', async () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', PROBE], { cwd: root });
-    const outcome = JSON.parse(stdout) as { main: string[]; contract: string[]; s3: string };
+    const outcome = JSON.parse(stdout) as { main: string[]; contract: string[]; jwt: string[]; s3: string };
     expect(outcome.main).toEqual(expect.arrayContaining(['createRecordsRouter', 'diskStorage', 'assertStorageKey']));
     expect(outcome.main).not.toContain('s3Storage');
+    expect(outcome.jwt).toEqual(['jwtAuth']);
     expect(outcome.contract).toEqual(expect.arrayContaining(['describeStorageContract', 'UNSAFE_KEYS', 'readAll', 'collectList']));
     // The block is real: the S3 entry, which does import the SDK, fails under it.
     expect(outcome.s3).toMatch(/^ERR_MODULE_NOT_FOUND: Cannot find package @aws-sdk\/client-s3/);

@@ -1,0 +1,153 @@
+import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import type { AuthFunction, Identity } from './identity.js';
+import { checkJwksUrl, type JwksCacheOptions, jwksCacheSettings } from './jwks-url.js';
+
+/** Turns the verified claims of a token into the caller's identity, or `null` for a guest. */
+export type ClaimsMapper = (claims: JWTPayload) => Identity | null;
+
+/** Who is a superuser, read from one claim of a verified token (docs/auth.md). */
+export interface SuperuserClaim {
+  /** The claim to read, e.g. `'role'`. */
+  superuserClaim?: string;
+  /** The value that makes a superuser (a claim holding an array matches when it contains it). Absent: the claim must be `true`. */
+  superuserValue?: string | number | boolean;
+}
+
+interface CommonOptions extends SuperuserClaim {
+  /** Seconds of clock skew allowed on `exp`, `nbf` and `iat`; default 5, at most 300. */
+  clockTolerance?: number;
+}
+
+/** Tokens signed with a shared secret (HS256): the host's own sign-in, Supabase's legacy JWT secret. */
+export interface JwtSecretOptions extends CommonOptions {
+  /** At least 32 bytes. */
+  secret: string | Uint8Array;
+  issuer?: string | string[];
+  audience?: string | string[];
+}
+
+/** Tokens signed by a provider's keys (RS256, ES256), published as a JSON Web Key Set. */
+export interface JwtJwksOptions extends CommonOptions {
+  /** `https:` (plain `http:` only on a loopback address). */
+  jwksUrl: string | URL;
+  /** The `iss` the provider writes; required, since one key set can sign for several tenants. */
+  issuer: string | string[];
+  /** The `aud` of tokens meant for this app; `null` only for a provider whose tokens carry none (Clerk). */
+  audience: string | string[] | null;
+  jwks?: JwksCacheOptions;
+}
+
+export type JwtAuthOptions = JwtSecretOptions | JwtJwksOptions;
+
+/** A secret signs HMAC tokens only; a key set signs asymmetric ones only: no HS/RS confusion, no `none`. */
+const SECRET_ALGORITHMS = ['HS256'];
+const JWKS_ALGORITHMS = ['RS256', 'ES256'];
+const DEFAULT_CLOCK_TOLERANCE = 5;
+const MAX_CLOCK_TOLERANCE = 300;
+const MIN_SECRET_BYTES = 32;
+
+/**
+ * jose's errors that mean "this token is not good" (bad signature, expired, wrong claims, an
+ * algorithm not allowed, an unknown key id): the caller is then a guest. Others (the key set cannot
+ * be fetched or is malformed) are the host's problem and are thrown, so the router answers 401 and
+ * logs them.
+ */
+const TOKEN_ERRORS = new Set([
+  'ERR_JWT_EXPIRED',
+  'ERR_JWT_CLAIM_VALIDATION_FAILED',
+  'ERR_JWT_INVALID',
+  'ERR_JWS_INVALID',
+  'ERR_JWS_SIGNATURE_VERIFICATION_FAILED',
+  'ERR_JOSE_ALG_NOT_ALLOWED',
+  'ERR_JOSE_NOT_SUPPORTED',
+  'ERR_JWKS_NO_MATCHING_KEY',
+  'ERR_JWKS_MULTIPLE_MATCHING_KEYS',
+  'ERR_JWK_INVALID',
+]);
+
+function isTokenError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && TOKEN_ERRORS.has((error as { code?: unknown }).code as string);
+}
+
+function checkClockTolerance(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_CLOCK_TOLERANCE;
+  if (!Number.isFinite(value) || value < 0 || value > MAX_CLOCK_TOLERANCE) {
+    throw new TypeError(`jwtAuth: clockTolerance must be a number of seconds from 0 to ${MAX_CLOCK_TOLERANCE}`);
+  }
+  return value;
+}
+
+function secretKey(secret: unknown): Uint8Array {
+  const key = typeof secret === 'string' ? new TextEncoder().encode(secret) : secret;
+  if (!(key instanceof Uint8Array) || key.byteLength < MIN_SECRET_BYTES) {
+    throw new TypeError(`jwtAuth: secret must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  return key;
+}
+
+function matchesSuperuser(claims: JWTPayload, options: SuperuserClaim): boolean {
+  if (options.superuserClaim === undefined) return false;
+  if (!Object.hasOwn(claims, options.superuserClaim)) return false;
+  const value = claims[options.superuserClaim];
+  const wanted = options.superuserValue ?? true;
+  return Array.isArray(value) ? value.includes(wanted) : value === wanted;
+}
+
+/**
+ * The default mapping: `sub` is the id (no `sub`: a guest), the other claims are readable as
+ * `@request.auth.<claim>`, and `superuser` comes only from `superuserClaim`, never from a claim
+ * of that name.
+ */
+function defaultMapper(options: SuperuserClaim): ClaimsMapper {
+  return (claims) => {
+    if (typeof claims.sub !== 'string' || claims.sub === '') return null;
+    const { id: _id, superuser: _superuser, ...rest } = claims;
+    return { ...rest, id: claims.sub, superuser: matchesSuperuser(claims, options) };
+  };
+}
+
+/**
+ * An `auth` option that accepts JSON Web Tokens: HS256 with `{ secret }`, or RS256/ES256 with
+ * `{ jwksUrl, issuer, audience }` (the key set is cached, and fetched again for an unknown key id
+ * at most once per cooldown). A token that fails verification makes the caller a guest. `map`
+ * replaces the default mapping of claims to an identity (docs/auth.md).
+ */
+export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFunction {
+  if (typeof options !== 'object' || options === null) throw new TypeError('jwtAuth: options must be an object');
+  if (map !== undefined && typeof map !== 'function') throw new TypeError('jwtAuth: map must be a function');
+  const usesSecret = 'secret' in options;
+  if (usesSecret === 'jwksUrl' in options) throw new TypeError('jwtAuth: pass either secret or jwksUrl, not both');
+  const verifyOptions: JWTVerifyOptions = {
+    algorithms: usesSecret ? SECRET_ALGORITHMS : JWKS_ALGORITHMS,
+    clockTolerance: checkClockTolerance(options.clockTolerance),
+  };
+  if (options.issuer !== undefined) verifyOptions.issuer = options.issuer;
+  if (options.audience !== undefined && options.audience !== null) verifyOptions.audience = options.audience;
+  const toIdentity = map ?? defaultMapper(options);
+
+  if (usesSecret) {
+    const key = secretKey(options.secret);
+    return (token) => verify(() => jwtVerify(token, key, verifyOptions), toIdentity);
+  }
+  if (typeof options.issuer !== 'string' && !Array.isArray(options.issuer)) {
+    throw new TypeError('jwtAuth: issuer is required with jwksUrl');
+  }
+  if (options.audience === undefined) {
+    throw new TypeError('jwtAuth: audience is required with jwksUrl (null only for a provider whose tokens carry none)');
+  }
+  const keySet = createRemoteJWKSet(checkJwksUrl(options.jwksUrl), jwksCacheSettings(options.jwks));
+  return (token) => verify(() => jwtVerify(token, keySet, verifyOptions), toIdentity);
+}
+
+async function verify(run: () => Promise<{ payload: JWTPayload }>, toIdentity: ClaimsMapper): Promise<Identity | null> {
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await run());
+  } catch (error) {
+    if (isTokenError(error)) return null;
+    throw error;
+  }
+  return toIdentity(payload);
+}
+
+export type { AuthFunction, Identity } from './identity.js';
