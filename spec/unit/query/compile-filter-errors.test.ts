@@ -1,17 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { BadRequestError } from '../../../lib/errors.js';
 import { compileFilter } from '../../../lib/query/compile-filter.js';
-import { postsContext, registry } from './query-test-schema.js';
-
-function errorOf(run: () => unknown): BadRequestError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof BadRequestError) return error;
-    throw error;
-  }
-  throw new Error('expected a BadRequestError');
-}
+import { errorOf, postsContext, registry } from './query-test-schema.js';
 
 type ErrorCase = [filter: string, message: string];
 

@@ -1,27 +1,16 @@
 import { describe, expect, test } from '@jest/globals';
-import { BadRequestError } from '../../../lib/errors.js';
 import { compileFilter, compileCostedFilter } from '../../../lib/query/compile-filter.js';
 import { parseFilter } from '../../../lib/query/filter-parser.js';
 import { tokenizeFilter } from '../../../lib/query/filter-lexer.js';
 import { isStaticFilter } from '../../../lib/records/access-rules.js';
 import { normalizeHeaderName, readRuleHeaders } from '../../../lib/query/request-headers.js';
-import { alice, guest, posts, postsContext } from './query-test-schema.js';
+import { alice, errorOf, guest, posts, postsContext } from './query-test-schema.js';
 
 /**
  * PocketBase's additions to the filter language, as pure compilation: `//` comments, the
  * functions strftime() and geoDistance(), `@request.body.f:changed`, `@request.headers.*` and
  * `@request.context`. What they select on real rows is in spec/integration/rules-parity.test.ts.
  */
-
-function errorOf(run: () => unknown): BadRequestError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof BadRequestError) return error;
-    throw error;
-  }
-  throw new Error('expected a BadRequestError');
-}
 
 const asRule = (request = alice) => postsContext({ mode: 'rule', request });
 

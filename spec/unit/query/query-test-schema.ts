@@ -1,3 +1,4 @@
+import { BadRequestError } from '../../../lib/errors.js';
 import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 import type { RequestInfo } from '../../../lib/query/request-info.js';
 import type { FilterContext } from '../../../lib/query/compile-filter.js';
@@ -77,4 +78,15 @@ export const alice: RequestInfo = {
 /** A filter context on posts as seen by a normal user, overridable per case. */
 export function postsContext(overrides: Partial<FilterContext> = {}): FilterContext {
   return { registry, collection: posts, alias: 'r', request: alice, mode: 'user', now: NOW, ...overrides };
+}
+
+/** The BadRequestError `run` throws (any other error is rethrown; none is a failure). */
+export function errorOf(run: () => unknown): BadRequestError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof BadRequestError) return error;
+    throw error;
+  }
+  throw new Error('expected a BadRequestError');
 }
