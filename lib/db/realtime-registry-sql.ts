@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import { INSTANCE_EXPIRY_SQL } from './realtime-schema.js';
-import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
+import { INSTANCE_EXPIRY_SQL, READING_OTHER_TABLES_SQL } from './realtime-schema.js';
+import { CLIENTS_READS_OTHER_TABLES_COLUMN, CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
 
 /*
  * The statements of realtime's registry (lib/realtime/client-registry.ts decides what to do with
@@ -24,6 +24,14 @@ export type StoredIdentity = {
 export interface ClientRow {
   identity: StoredIdentity | null;
   subscriptions: readonly string[];
+}
+
+/** What the capture gate reads of a client besides its subscriptions (lib/db/realtime-schema.ts). */
+export interface CaptureNeeds {
+  /** The topic keys of its subscriptions that name a collection with a table (its name or id as written). */
+  readonly watched: readonly string[];
+  /** Some subscription's rule or filter reads other tables than its record's. */
+  readonly readsOtherTables: boolean;
 }
 
 const json = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
@@ -99,12 +107,13 @@ export async function pruneOutboxBatch(db: Knex, options: { retentionMs: number;
   return result.rows[0]?.n ?? 0;
 }
 
-/** Writes a client's row (made, or taken over by `instanceId` after this instance was taken for gone). */
-export async function upsertClient(db: Knex, row: ClientRow & { clientId: string; instanceId: string }): Promise<void> {
+/** Writes the row of a client without subscriptions (made, or taken over by `instanceId` after this instance was taken for gone). */
+export async function upsertClient(db: Knex, row: { clientId: string; instanceId: string; identity: StoredIdentity | null }): Promise<void> {
   await db.raw(
-    `INSERT INTO ${q(CLIENTS_TABLE)} ("client_id", "instance_id", "identity", "subscriptions") VALUES (?, ?, ?::jsonb, ?::jsonb)
-      ON CONFLICT ("client_id") DO UPDATE SET "instance_id" = EXCLUDED."instance_id", "identity" = EXCLUDED."identity", "subscriptions" = EXCLUDED."subscriptions", "updated_at" = now()`,
-    [row.clientId, row.instanceId, json(row.identity), JSON.stringify(row.subscriptions)],
+    `INSERT INTO ${q(CLIENTS_TABLE)} ("client_id", "instance_id", "identity", "subscriptions", ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)}) VALUES (?, ?, ?::jsonb, '[]'::jsonb, false)
+      ON CONFLICT ("client_id") DO UPDATE SET "instance_id" = EXCLUDED."instance_id", "identity" = EXCLUDED."identity", "subscriptions" = EXCLUDED."subscriptions",
+        ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} = false, "updated_at" = now()`,
+    [row.clientId, row.instanceId, json(row.identity)],
   );
 }
 
@@ -133,8 +142,14 @@ export interface LockedClient {
   lockIdentity(identityId: string): Promise<void>;
   /** How many other clients hold `identityId`. */
   countOthersWithIdentity(identityId: string): Promise<number>;
-  /** Stores the client's new identity and subscriptions. */
-  store(row: ClientRow): Promise<void>;
+  /**
+   * Stores the client's new identity and subscriptions, and what the capture gate reads of them.
+   * Returns whether this switched capture on for some collection: the client asks for something
+   * it did not before (a key of `watched`, or other tables read) that no other client asks for
+   * now, so capture of it was off until this transaction commits. Another client asking for it
+   * keeps its row locked (`FOR SHARE`) until then, so it cannot take it away meanwhile.
+   */
+  store(row: ClientRow, needs: CaptureNeeds): Promise<boolean>;
 }
 
 /**
@@ -143,8 +158,8 @@ export interface LockedClient {
  */
 export async function withClientLocked<T>(db: Knex, clientId: string, work: (client: LockedClient | undefined) => Promise<T>): Promise<T> {
   return db.transaction(async (trx) => {
-    const found: { rows: { instance_id: string; identity: StoredIdentity | null }[] } = await trx.raw(
-      `SELECT "instance_id", "identity" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ? FOR UPDATE`,
+    const found: { rows: { instance_id: string; identity: StoredIdentity | null; keys: string[] | null; wide: boolean }[] } = await trx.raw(
+      `SELECT "instance_id", "identity", ${q(CLIENTS_TOPIC_KEYS_COLUMN)} AS "keys", ${READING_OTHER_TABLES_SQL} AS "wide" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ? FOR UPDATE`,
       [clientId],
     );
     const row = found.rows[0];
@@ -157,12 +172,24 @@ export async function withClientLocked<T>(db: Knex, clientId: string, work: (cli
         const others: { rows: { n: number }[] } = await trx.raw(`SELECT count(*)::int AS "n" FROM ${q(CLIENTS_TABLE)} WHERE ("identity" ->> 'id') = ? AND "client_id" <> ?`, [identityId, clientId]);
         return others.rows[0]?.n ?? 0;
       },
-      async store(next) {
-        await trx.raw(`UPDATE ${q(CLIENTS_TABLE)} SET "identity" = ?::jsonb, "subscriptions" = ?::jsonb, "updated_at" = now() WHERE "client_id" = ?`, [
-          json(next.identity),
-          JSON.stringify(next.subscriptions),
-          clientId,
-        ]);
+      async store(next, needs) {
+        await trx.raw(
+          `UPDATE ${q(CLIENTS_TABLE)} SET "identity" = ?::jsonb, "subscriptions" = ?::jsonb, ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} = ?, "updated_at" = now() WHERE "client_id" = ?`,
+          [json(next.identity), JSON.stringify(next.subscriptions), needs.readsOtherTables, clientId],
+        );
+        if (needs.readsOtherTables && !row.wide) {
+          const others = await trx.raw(`SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${READING_OTHER_TABLES_SQL} AND "client_id" <> ? LIMIT 1 FOR SHARE`, [clientId]);
+          if ((others as { rows: unknown[] }).rows.length === 0) return true;
+        }
+        const before = new Set(row.keys ?? []);
+        const added = [...new Set(needs.watched)].filter((key) => !before.has(key));
+        if (added.length === 0) return false;
+        const holders: { rows: { holder: string | null }[] } = await trx.raw(
+          `SELECT h."client_id" AS "holder" FROM unnest(?::text[]) AS k
+            LEFT JOIN LATERAL (SELECT c."client_id" FROM ${q(CLIENTS_TABLE)} AS c WHERE c.${q(CLIENTS_TOPIC_KEYS_COLUMN)} @> ARRAY[k] AND c."client_id" <> ? LIMIT 1 FOR SHARE) AS h ON true`,
+          [added, clientId],
+        );
+        return holders.rows.some((h) => h.holder === null);
       },
     });
   });

@@ -9,11 +9,16 @@ import {
   CHANGES_CHANNEL,
   CLIENTS_IDENTITY_INDEX,
   CLIENTS_INSTANCE_INDEX,
+  CLIENTS_READING_OTHER_TABLES_INDEX,
+  CLIENTS_READS_OTHER_TABLES_COLUMN,
   CLIENTS_TABLE,
+  CLIENTS_TOPIC_KEYS_COLUMN,
+  CLIENTS_TOPICS_INDEX,
   INSTANCES_TABLE,
   OUTBOX_CREATED_INDEX,
   OUTBOX_TABLE,
   OUTBOX_TX_INDEX,
+  TOPIC_KEYS_FUNCTION,
 } from './shared-names.js';
 import type { SchemaAddition } from './sync-database-schema.js';
 
@@ -23,15 +28,18 @@ import type { SchemaAddition } from './sync-database-schema.js';
  */
 export const INSTANCE_EXPIRY_SQL = `COALESCE("expires_at", "heartbeat_at" + interval '1 minute')`;
 
+/** A client row whose subscriptions may read other tables (CLIENTS_READS_OTHER_TABLES_COLUMN; NULL: a row of older code). */
+export const READING_OTHER_TABLES_SQL = `${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} IS NOT FALSE`;
+
 const TRIGGERS = [
   { name: CAPTURE_INSERT_TRIGGER, event: 'INSERT', transition: 'NEW TABLE AS rb_new' },
   { name: CAPTURE_UPDATE_TRIGGER, event: 'UPDATE', transition: 'NEW TABLE AS rb_new' },
   { name: CAPTURE_DELETE_TRIGGER, event: 'DELETE', transition: 'OLD TABLE AS rb_old' },
 ] as const;
 
-/** A checked identifier as an SQL string literal (identifiers hold no quotes: quoteIdent checks). */
+/** A table name or collection id (only `[A-Za-z0-9_]`, so no quote) as an SQL string literal. */
 function literal(name: string): string {
-  q(name);
+  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error(`recordbase: refusing to write ${JSON.stringify(name)} as a literal`);
   return `'${name}'`;
 }
 
@@ -50,12 +58,25 @@ END $do$`;
 }
 
 /** CREATE INDEX only when missing: CREATE INDEX IF NOT EXISTS locks the table before it looks (see addColumnIfMissing). */
-function createIndexIfMissing(name: string, table: string, columns: string): string {
+function createIndexIfMissing(name: string, table: string, columns: string, how: { method?: 'btree' | 'gin'; where?: string } = {}): string {
   return `DO $do$ BEGIN
   IF to_regclass(format('%I.%I', current_schema(), ${literal(name)})) IS NULL THEN
-    CREATE INDEX IF NOT EXISTS ${q(name)} ON ${q(table)} (${columns});
+    CREATE INDEX IF NOT EXISTS ${q(name)} ON ${q(table)} USING ${how.method ?? 'btree'} (${columns})${how.where ? ` WHERE ${how.where}` : ''};
   END IF;
 END $do$`;
+}
+
+/**
+ * What each subscription of a client names before its first `/` or `?` (a collection's name or
+ * id, as lib/realtime/parse-subscription.ts reads a topic), distinct. IMMUTABLE, so a generated
+ * column can hold it; it reads nothing but its argument, and only pg_catalog's functions. `?` is
+ * written `chr(63)`: Knex takes every `?` in a statement's text for a binding.
+ */
+function topicKeysFunction(): string {
+  return `CREATE OR REPLACE FUNCTION ${q(TOPIC_KEYS_FUNCTION)}("subscriptions" jsonb) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+  SELECT coalesce(array_agg(DISTINCT split_part(split_part(s, chr(63), 1), '/', 1)), '{}'::text[])
+    FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof("subscriptions") = 'array' THEN "subscriptions" ELSE '[]'::jsonb END) AS s
+$fn$`;
 }
 
 /**
@@ -68,9 +89,16 @@ END $do$`;
  * means the column before the row.
  *
  * Capture is gated in the database, so that instances on one database agree whatever their own
- * `realtime` setting: the function writes nothing while no realtime instance is live (an unexpired
- * row in INSTANCES_TABLE), so nothing is copied that nobody would read. A delete's rows carry the
- * deleting transaction's snapshot, which tells what that transaction could see.
+ * `realtime` setting: the function writes nothing unless some client of any instance subscribes to
+ * the collection (its table name, or its id, the trigger's argument, among the client's topic keys:
+ * a generated column, so a row written by any code counts) or has a subscription whose rules read
+ * other tables (a delete is then checked for staleness against every later change: see
+ * lib/db/evaluate-conditions.ts), and some realtime instance is live (an unexpired row in
+ * INSTANCES_TABLE). So nothing is copied that nobody could receive. Switching a
+ * collection's capture on is safe because a subscription's POST waits, before its 204, for the
+ * transactions whose trigger may have looked before it (lib/realtime/client-registry.ts). A
+ * delete's rows carry the deleting transaction's snapshot, which tells what that transaction could
+ * see.
  */
 export function realtimeTableStatements(): string[] {
   return [
@@ -85,11 +113,19 @@ export function realtimeTableStatements(): string[] {
     createIndexIfMissing(CLIENTS_INSTANCE_INDEX, CLIENTS_TABLE, '"instance_id"'),
     // The per-identity bound counts an identity's clients at every POST.
     createIndexIfMissing(CLIENTS_IDENTITY_INDEX, CLIENTS_TABLE, `("identity" ->> 'id')`),
+    topicKeysFunction(),
+    addColumnIfMissing(CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, `text[] GENERATED ALWAYS AS (${q(TOPIC_KEYS_FUNCTION)}("subscriptions")) STORED`),
+    createIndexIfMissing(CLIENTS_TOPICS_INDEX, CLIENTS_TABLE, q(CLIENTS_TOPIC_KEYS_COLUMN), { method: 'gin' }),
+    addColumnIfMissing(CLIENTS_TABLE, CLIENTS_READS_OTHER_TABLES_COLUMN, 'boolean'),
+    createIndexIfMissing(CLIENTS_READING_OTHER_TABLES_INDEX, CLIENTS_TABLE, '"client_id"', { where: READING_OTHER_TABLES_SQL }),
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
 DECLARE
   snap pg_snapshot;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) THEN
+  -- TG_ARGV[0]: the collection's id (NULL on a trigger of older code, which names none).
+  IF (NOT EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${q(CLIENTS_TOPIC_KEYS_COLUMN)} && ARRAY[TG_TABLE_NAME::text, TG_ARGV[0]])
+      AND NOT EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${READING_OTHER_TABLES_SQL}))
+    OR NOT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) THEN
     RETURN NULL;
   END IF;
   IF TG_OP = 'DELETE' THEN
@@ -108,19 +144,22 @@ $fn$`,
 }
 
 /**
- * Installs the capture triggers on each collection table where they are missing (a trigger in
- * place is left alone: CREATE TRIGGER locks the table against writes, and waits for every
- * transaction that wrote to it). Never removes them: an instance with realtime off leaves them to
- * the others (the function itself writes nothing while no realtime instance is live). A view
- * collection has no table and no events (as in PocketBase): its records change only when the
- * tables it reads do, and no write is ever made to it.
+ * Installs the capture triggers on each collection table where they are missing or name another
+ * collection id than the collection's (a trigger of older code names none); a trigger in place is
+ * left alone: CREATE TRIGGER locks the table against writes, and waits for every transaction that
+ * wrote to it. Never removes them: an instance with realtime off leaves them to the others (the
+ * function itself writes nothing while no realtime instance is live). A view collection has no
+ * table and no events (as in PocketBase): its records change only when the tables it reads do, and
+ * no write is ever made to it.
  */
 export function captureTriggerStatements(collections: readonly CollectionSchema[]): string[] {
   return collections.filter((c) => c.type !== 'view').flatMap((c) =>
     TRIGGERS.map(
+      // pg_trigger.tgargs holds each argument followed by a zero byte.
       (t) => `DO $do$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = format('%I.%I', current_schema(), ${literal(c.table)})::regclass AND tgname = ${literal(t.name)}) THEN
-    CREATE OR REPLACE TRIGGER ${q(t.name)} AFTER ${t.event} ON ${q(c.table)} REFERENCING ${t.transition} FOR EACH STATEMENT EXECUTE FUNCTION ${q(CAPTURE_FUNCTION)}();
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = format('%I.%I', current_schema(), ${literal(c.table)})::regclass AND tgname = ${literal(t.name)}
+      AND tgargs = convert_to(${literal(c.id)}, 'UTF8') || '\\x00'::bytea) THEN
+    CREATE OR REPLACE TRIGGER ${q(t.name)} AFTER ${t.event} ON ${q(c.table)} REFERENCING ${t.transition} FOR EACH STATEMENT EXECUTE FUNCTION ${q(CAPTURE_FUNCTION)}(${literal(c.id)});
   END IF;
 END $do$`,
     ),

@@ -50,6 +50,24 @@ export const OUTBOX_CREATED_INDEX = '_recordbase_realtime_outbox_created';
 export const CLIENTS_INSTANCE_INDEX = '_recordbase_realtime_clients_instance';
 /** Clients by identity id (the per-identity bound counts them at every POST). */
 export const CLIENTS_IDENTITY_INDEX = '_recordbase_realtime_clients_identity';
+/** Clients by the collections their subscriptions name (the capture gate looks a table up in it at every write). */
+export const CLIENTS_TOPICS_INDEX = '_recordbase_realtime_clients_topics';
+/**
+ * The generated column of CLIENTS_TABLE holding what each subscription names before its `/` or `?`
+ * (a collection's name or id), computed by the database from `subscriptions` whoever writes them.
+ */
+export const CLIENTS_TOPIC_KEYS_COLUMN = 'topic_keys';
+/**
+ * The column of CLIENTS_TABLE saying whether some subscription of the client has a rule or filter
+ * that reads other tables than its record's: a delete is then checked for staleness against every
+ * change committed after it, so every collection's changes are captured. NULL (a row of older
+ * code) counts as true.
+ */
+export const CLIENTS_READS_OTHER_TABLES_COLUMN = 'reads_other_tables';
+/** The clients whose CLIENTS_READS_OTHER_TABLES_COLUMN is not false (the capture gate asks whether there is one). */
+export const CLIENTS_READING_OTHER_TABLES_INDEX = '_recordbase_realtime_clients_reading_others';
+/** The immutable function CLIENTS_TOPIC_KEYS_COLUMN is computed with. */
+export const TOPIC_KEYS_FUNCTION = '_recordbase_realtime_topic_keys';
 
 /** The statement-level trigger function that copies changes into OUTBOX_TABLE. */
 export const CAPTURE_FUNCTION = '_recordbase_realtime_capture';

@@ -13,6 +13,7 @@ import {
   removeInstance,
   upsertClient,
   withClientLocked,
+  type CaptureNeeds,
   type ClientRow,
   type StoredIdentity,
 } from '../db/realtime-registry-sql.js';
@@ -22,8 +23,9 @@ import { ForbiddenError, NotFoundError, TooManyRequestsError } from '../errors.j
 /** Outbox rows removed per prune transaction, and batches per prune round. */
 const PRUNE_BATCH_ROWS = 1_000;
 const PRUNE_MAX_BATCHES = 1_000;
-/** How often a wait for running transactions looks again. */
-const TRANSACTION_POLL_MS = 50;
+/** How often a wait for running transactions looks again: first after 2 ms, doubling up to 50 ms (most transactions are short). */
+const TRANSACTION_POLL_FIRST_MS = 2;
+const TRANSACTION_POLL_MAX_MS = 50;
 
 /** The part of an identity the registry stores. */
 export function storedIdentity(identity: Pick<Identity, 'id' | 'superuser'> | null): StoredIdentity | null {
@@ -49,8 +51,9 @@ export interface HeartbeatResult {
 
 /**
  * The realtime registry in Postgres (docs/realtime.md, "How it works"): instances with their
- * heartbeats and expiries (the capture gate reads them), and every open stream's client id, owner
- * instance, stored identity and subscriptions, so a POST may reach any instance.
+ * heartbeats and expiries, and every open stream's client id, owner instance, stored identity and
+ * subscriptions, so a POST may reach any instance. The capture gate reads both: a collection's
+ * changes are captured while a client subscribes to it and a realtime instance is live.
  */
 export class ClientRegistry {
   private readonly maxClientsPerIdentity: number;
@@ -81,9 +84,11 @@ export class ClientRegistry {
   async waitForRunningTransactions(timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     let ids = await listRunningTransactions(this.db);
+    let pause = TRANSACTION_POLL_FIRST_MS;
     while (ids.length > 0) {
       if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, TRANSACTION_POLL_MS));
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, TRANSACTION_POLL_MAX_MS);
       ids = await listStillRunning(this.db, ids);
     }
     return true;
@@ -118,8 +123,8 @@ export class ClientRegistry {
    * may take its POST at once), or again after this instance was taken for gone. Of the identity,
    * only StoredIdentity is written.
    */
-  async addClient(clientId: string, row: { identity: Identity | null; subscriptions: readonly string[] } = { identity: null, subscriptions: [] }): Promise<void> {
-    await upsertClient(this.db, { clientId, instanceId: this.instanceId, identity: storedIdentity(row.identity), subscriptions: row.subscriptions });
+  async addClient(clientId: string, identity: Identity | null = null): Promise<void> {
+    await upsertClient(this.db, { clientId, instanceId: this.instanceId, identity: storedIdentity(identity) });
   }
 
   /** Removes a stream's row (it closed). */
@@ -136,9 +141,11 @@ export class ClientRegistry {
    * Stores a client's new identity (StoredIdentity only) and subscriptions, its row locked
    * meanwhile: 404 when no instance holds the client, 403 when the identity would change
    * (mayChangeIdentity), 429 when the client would take an identity that `maxClientsPerIdentity`
-   * other clients already hold. Returns the owning instance.
+   * other clients already hold. `needs`: what the capture gate reads of them. Returns the owning
+   * instance, and whether this switched capture on for some collection: then a write whose capture
+   * trigger looked before the commit captured nothing, and may still commit.
    */
-  async setSubscriptions(clientId: string, identity: Identity | null, subscriptions: readonly string[]): Promise<string> {
+  async setSubscriptions(clientId: string, identity: Identity | null, subscriptions: readonly string[], needs: CaptureNeeds): Promise<{ owner: string; switchedCaptureOn: boolean }> {
     const stored = storedIdentity(identity);
     return withClientLocked(this.db, clientId, async (client) => {
       if (!client) throw new NotFoundError(undefined, 'realtime_client_not_found');
@@ -153,8 +160,8 @@ export class ClientRegistry {
           );
         }
       }
-      await client.store({ identity: stored, subscriptions });
-      return client.instanceId;
+      const switchedCaptureOn = await client.store({ identity: stored, subscriptions }, needs);
+      return { owner: client.instanceId, switchedCaptureOn };
     });
   }
 

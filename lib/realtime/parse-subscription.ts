@@ -87,6 +87,18 @@ function readOptions(raw: string, search: string): { query: Record<string, strin
 }
 
 /**
+ * What a subscription string names before its first `?` and then its first `/`: a collection's
+ * name or id (as parseSubscription reads it). The registry's generated column computes the same
+ * from the stored strings (lib/db/realtime-schema.ts), and the capture gate reads it.
+ */
+export function topicKey(raw: string): string {
+  const question = raw.indexOf('?');
+  const topic = question < 0 ? raw : raw.slice(0, question);
+  const slash = topic.indexOf('/');
+  return slash < 0 ? topic : topic.slice(0, slash);
+}
+
+/**
  * Parses one subscription string; throws a 400 `invalid_subscription` naming it when it cannot
  * be served (control characters, which would break the event framing; malformed options; a bad
  * `expand` or `fields`). The filter is checked by the caller, who knows the identity.
@@ -106,7 +118,7 @@ export function parseSubscription(raw: string, registry: SchemaRegistry): Subscr
   const shapeKey = JSON.stringify([query.expand ?? '', query.fields ?? '']);
   const filter = query.filter !== undefined && query.filter.trim() !== '' ? query.filter : undefined;
   const slash = topic.indexOf('/');
-  const collection = registry.get(slash < 0 ? topic : topic.slice(0, slash));
+  const collection = registry.get(topicKey(raw));
   const rest = slash < 0 ? '*' : topic.slice(slash + 1);
   return { raw, collection, recordId: rest === '*' ? undefined : rest, query, headers, filter, shape, shapeKey };
 }

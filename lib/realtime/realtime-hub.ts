@@ -17,7 +17,7 @@ import { ClientRegistry } from './client-registry.js';
 import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
 import type { LocalClient, LocalSubscription } from './local-client.js';
-import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, type Subscription } from './parse-subscription.js';
+import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, topicKey, type Subscription } from './parse-subscription.js';
 import { SseStream } from './sse-stream.js';
 import { StreamSlots } from './stream-slots.js';
 import { prepareSubscriptions, type PreparedSubscription } from './subscription-conditions.js';
@@ -119,17 +119,7 @@ export class RealtimeHub {
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
     const { captureWasOn } = await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
-    if (!captureWasOn) {
-      // A write whose trigger ran before this row was committed captured nothing; once a
-      // subscription answers 204, no such write may still commit. So wait for every transaction
-      // running now to end (bounded: one that never ends must not stop the start).
-      const ended = await hub.clientRegistry.waitForRunningTransactions(options.limits.statementTimeoutMs);
-      if (!ended) {
-        options.logger.warn(
-          `realtime: transactions that began before realtime capture was switched on are still running after ${options.limits.statementTimeoutMs} ms (limits.statementTimeoutMs); changes they made are not delivered`,
-        );
-      }
-    }
+    if (!captureWasOn) await hub.waitForUncapturedWrites('realtime capture was switched on');
     await hub.reader.start();
     hub.listener = await startNotificationListener({
       db: options.db,
@@ -208,12 +198,31 @@ export class RealtimeHub {
     // Identical subscriptions are one (as PocketBase's set of them), in the registry too.
     const distinct = [...new Set(raws)];
     const prepared = await prepareSubscriptions({ registry: this.options.registry, identity, subscriptions: parsed });
-    const owner = await this.clientRegistry.setSubscriptions(clientId, identity, distinct);
+    const needs = {
+      watched: parsed.filter((s) => s.collection !== undefined && s.collection.type !== 'view').map((s) => topicKey(s.raw)),
+      readsOtherTables: prepared.some((p) => !p.conditions.rowLocal),
+    };
+    const { owner, switchedCaptureOn } = await this.clientRegistry.setSubscriptions(clientId, identity, distinct, needs);
+    if (switchedCaptureOn) await this.waitForUncapturedWrites('a subscription switched capture on for its collection');
     if (owner === this.instanceId) {
       this.applyPrepared(clientId, identity, prepared);
       return;
     }
     await this.forward(owner, clientId, identity);
+  }
+
+  /**
+   * A write whose capture trigger looked before capture was switched on (`why`) captured nothing;
+   * once a subscription answers 204, no such write may still commit. So waits for every
+   * transaction running now to end, bounded by the statement timeout: one that never ends must not
+   * stop a start or a POST for longer.
+   */
+  private async waitForUncapturedWrites(why: string): Promise<void> {
+    const { statementTimeoutMs } = this.options.limits;
+    if (await this.clientRegistry.waitForRunningTransactions(statementTimeoutMs)) return;
+    this.options.logger.warn(
+      `realtime: transactions that began before ${why} are still running after ${statementTimeoutMs} ms (limits.statementTimeoutMs); changes they made are not delivered`,
+    );
   }
 
   /** Ends every stream, stops listening and removes this instance from the registry. */
@@ -387,9 +396,17 @@ export class RealtimeHub {
       return;
     }
     if (remade) {
-      // Another instance took this one for gone (it was silent too long) and removed its clients: register the open ones again.
+      // Another instance took this one for gone (it was silent too long) and removed its clients,
+      // and with their rows the capture of what only they subscribed to: streams with
+      // subscriptions are ended (their clients reconnect and subscribe again, as after any lost
+      // stream); the others are registered again.
+      const subscribed = [...this.clients.values()].filter((client) => client.subscriptions.length > 0);
+      if (subscribed.length > 0) {
+        this.options.logger.warn(`realtime: this instance missed its heartbeats and was taken for gone; changes written meanwhile may not have been captured, so its ${subscribed.length} streams with subscriptions are ended`);
+      }
+      for (const client of subscribed) client.stream?.end();
       for (const client of this.clients.values()) {
-        await this.clientRegistry.addClient(client.id, { identity: client.identity, subscriptions: client.subscriptions.map((s) => s.sub.raw) });
+        if (client.subscriptions.length === 0) await this.clientRegistry.addClient(client.id, client.identity);
       }
     }
     await this.clientRegistry.pruneOutbox({ retentionMs: outboxRetentionMs, idleRetentionMs: IDLE_OUTBOX_RETENTION_MS });

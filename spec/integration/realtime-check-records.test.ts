@@ -1,5 +1,6 @@
 import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
+import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
 import { checkRecords, type CheckTarget, type Conditions } from '../../lib/realtime/check-records.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
@@ -69,7 +70,10 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
     expect(fresh.rows[0]).toEqual(gone);
     expect(fresh.stale).toEqual([false]);
     expect([fresh.holds(0, 0), fresh.holds(1, 0)]).toEqual([true, false]);
-    // A write committed after that snapshot (captured by the outbox trigger): the delete's check is no longer on a consistent state.
+    // A write committed after that snapshot (captured by the outbox trigger, as every change is while a
+    // subscriber's rules read other tables: only then is staleness asked for): the delete's check is no
+    // longer on a consistent state.
+    await database.db(CLIENTS_TABLE).insert({ client_id: 'reads-other-tables', instance_id: 'elsewhere', subscriptions: '[]', reads_other_tables: true });
     await database.db.raw(`UPDATE "items" SET "n" = 5 WHERE "id" = 'item00000000002'`);
     const later = await checkRecords({ db: database.db, context, collection: items, targets: [deleted(before.snapshot)], conditions, staleness: true });
     expect(later.stale).toEqual([true]);

@@ -41,6 +41,8 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
     installStatementBounds(database.db, { maxWaitingPerClient: DEFAULT_MAX_WAITING_PER_CLIENT });
     await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
+    // The registry row of the subscriber below (its rule on notes reads posts: every collection is captured).
+    await database.db.raw(`INSERT INTO "_recordbase_realtime_clients" ("client_id", "instance_id", "subscriptions", "reads_other_tables") VALUES ('client', 'test-instance', '["notes/*", "plain/*"]', true)`);
   });
   afterAll(async () => {
     await database?.destroy();

@@ -59,7 +59,8 @@ describe.each(testEngines())('outbox prune on %s', (engine) => {
     expect(await left()).toEqual(['now1', 'now2']);
 
     await addRows('minute', 3, '1 minute');
-    await registry().addClient('subscriber', { identity: null, subscriptions: ['posts/*'] });
+    await registry().addClient('subscriber');
+    await registry().setSubscriptions('subscriber', null, ['posts/*'], { watched: ['posts'], readsOtherTables: false });
     expect(await registry().pruneOutbox({ retentionMs: 600_000, idleRetentionMs: 30_000 })).toBe(0);
     expect(await left()).toEqual(['now1', 'now2', 'minute1', 'minute2', 'minute3']);
   });

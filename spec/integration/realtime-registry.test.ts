@@ -72,7 +72,8 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
     const off = await startSiblingRouter(app, { ...options(), realtime: false, logger });
     try {
       expect(logger.lines.filter((line) => line.includes('does not serve realtime'))).toHaveLength(1);
-      const sse = await stream(app, ['posts/*'], app.http);
+      // `extras` is unknown to the realtime router, yet the registry's topic keys name it: its changes are captured.
+      const sse = await stream(app, ['posts/*', 'extras/*'], app.http);
       const created = await off.http.post('/backend/api/collections/posts/records').send({ title: 'through the realtime-off router' });
       expect(created.status).toBe(200);
       const message = await sse.next((e) => e.event === 'posts/*', { timeoutMs: 10_000 });
@@ -88,6 +89,8 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
   test('with no live realtime instance, writes add no outbox rows; a row of older code (no expires_at) still counts as live', async () => {
     app = await startTestApp(engine, options());
     const db = app.database.db;
+    // A subscriber to posts (of an instance that is not live itself: the gate asks for any live one).
+    await db(CLIENTS_TABLE).insert({ client_id: 'subscriber', instance_id: 'elsewhere', subscriptions: JSON.stringify(['posts/*']) });
     await db.raw(`INSERT INTO "posts" ("id", "title", "created", "updated") VALUES ('live00000000001', 'while live', now(), now())`);
     expect(await outboxCount(app, 'posts')).toBe(1);
 
@@ -141,16 +144,21 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
       await db.raw(`CREATE TABLE "${OUTBOX_TABLE}" ("seq" bigserial PRIMARY KEY, "tx" xid8 NOT NULL DEFAULT pg_current_xact_id(), "collection" text NOT NULL, "record_id" text NOT NULL, "action" text NOT NULL, "row" jsonb NOT NULL, "created_at" timestamptz NOT NULL DEFAULT now())`);
       await db.raw(`CREATE TABLE "${INSTANCES_TABLE}" ("instance_id" text PRIMARY KEY, "heartbeat_at" timestamptz NOT NULL DEFAULT now())`);
       await db.raw(`INSERT INTO "${INSTANCES_TABLE}" ("instance_id") VALUES ('older')`);
+      await db.raw(`CREATE TABLE "${CLIENTS_TABLE}" ("client_id" text PRIMARY KEY, "instance_id" text NOT NULL, "identity" jsonb, "subscriptions" jsonb NOT NULL DEFAULT '[]'::jsonb, "updated_at" timestamptz NOT NULL DEFAULT now())`);
+      await db.raw(`INSERT INTO "${CLIENTS_TABLE}" ("client_id", "instance_id", "subscriptions") VALUES ('older-client', 'older', '["posts/*"]')`);
       const columns = async () =>
-        ((await db.raw(`SELECT table_name || '.' || column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND column_name IN ('snapshot', 'expires_at') ORDER BY 1`)) as { rows: { c: string }[] }).rows.map((r) => r.c);
+        ((await db.raw(`SELECT table_name || '.' || column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND column_name IN ('snapshot', 'expires_at', 'topic_keys', 'reads_other_tables') ORDER BY 1`)) as { rows: { c: string }[] }).rows.map((r) => r.c);
       expect(await columns()).toEqual([]);
+      const added = [`${CLIENTS_TABLE}.reads_other_tables`, `${CLIENTS_TABLE}.topic_keys`, `${INSTANCES_TABLE}.expires_at`, `${OUTBOX_TABLE}.snapshot`];
       for (const statement of realtimeTableStatements()) await db.raw(statement);
-      expect(await columns()).toEqual([`${INSTANCES_TABLE}.expires_at`, `${OUTBOX_TABLE}.snapshot`]);
+      expect(await columns()).toEqual(added);
       const indexes = async () => ((await db.raw(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE '\\_recordbase%' AND indexname NOT LIKE '%\\_pkey' ORDER BY 1`)) as { rows: { indexname: string }[] }).rows.map((r) => r.indexname);
       const made = await indexes();
-      expect(made).toEqual(['_recordbase_realtime_clients_identity', '_recordbase_realtime_clients_instance', '_recordbase_realtime_outbox_created', '_recordbase_realtime_outbox_tx']);
+      expect(made).toEqual(['_recordbase_realtime_clients_identity', '_recordbase_realtime_clients_instance', '_recordbase_realtime_clients_reading_others', '_recordbase_realtime_clients_topics', '_recordbase_realtime_outbox_created', '_recordbase_realtime_outbox_tx']);
       for (const statement of realtimeTableStatements()) await db.raw(statement);
-      expect(await columns()).toEqual([`${INSTANCES_TABLE}.expires_at`, `${OUTBOX_TABLE}.snapshot`]);
+      expect(await columns()).toEqual(added);
+      // The older client's row got its topic keys computed; it says nothing of what its rules read (NULL: counted as reading other tables).
+      expect(await db(CLIENTS_TABLE).first()).toMatchObject({ topic_keys: ['posts'], reads_other_tables: null });
       expect(await indexes()).toEqual(made);
       // The older instance's row (no expires_at) is live: a delete is captured, with its snapshot.
       await db.raw(`CREATE TABLE "posts" ("id" text PRIMARY KEY)`);

@@ -13,6 +13,7 @@ const KINDS = {
   lockKeys: /_LOCK_KEY$/,
   lockPrefixes: /_LOCK_PREFIX$/,
   relations: /_(TABLE|INDEX)$/,
+  columns: /_COLUMN$/,
   functions: /_FUNCTION$/,
   triggers: /_TRIGGER$/,
   channels: /_CHANNEL(_PREFIX)?$/,
@@ -53,7 +54,7 @@ describe('shared names (every name instances on one database share)', () => {
     const relations = namesOf('relations').map(([, value]) => value as string);
     expect(relations).toEqual(expect.arrayContaining(['_rb_collections', '_recordbase_settings', '_recordbase_realtime_outbox', '_recordbase_realtime_instances', '_recordbase_realtime_clients']));
     expectDistinct(relations);
-    for (const name of [...relations, ...namesOf('functions').map(([, v]) => v as string), ...namesOf('triggers').map(([, v]) => v as string)]) {
+    for (const name of [...relations, ...(['functions', 'triggers', 'columns'] as const).flatMap((kind) => namesOf(kind).map(([, v]) => v as string))]) {
       expect(() => quoteIdent(name)).not.toThrow();
       expect(Buffer.byteLength(name)).toBeLessThanOrEqual(MAX_IDENTIFIER_BYTES);
     }

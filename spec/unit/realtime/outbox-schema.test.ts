@@ -6,19 +6,26 @@ import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 const registry = buildSchemaRegistry([{ name: 'posts', fields: [{ name: 'n', type: 'number' }] }]);
 
 describe('realtime schema statements', () => {
-  test('three statement-level triggers per table with transition tables, each made only where missing; never removed', () => {
+  test('three statement-level triggers per table with transition tables, each naming the collection id, made only where missing or naming another; never removed', () => {
     const on = captureTriggerStatements(registry.collections);
+    const id = registry.collections[0]!.id;
     expect(on).toHaveLength(3);
     for (const statement of on) {
-      expect(statement).toMatch(/IF NOT EXISTS \(SELECT 1 FROM pg_trigger WHERE tgrelid = format\('%I\.%I', current_schema\(\), 'posts'\)::regclass AND tgname = '_recordbase_realtime_\w+'\)/);
+      expect(statement).toMatch(/IF NOT EXISTS \(SELECT 1 FROM pg_trigger WHERE tgrelid = format\('%I\.%I', current_schema\(\), 'posts'\)::regclass AND tgname = '_recordbase_realtime_\w+'\s+AND tgargs = convert_to\('(\w+)', 'UTF8'\) \|\| '\\x00'::bytea\)/);
+      expect(statement).toContain(`convert_to('${id}', 'UTF8')`);
       expect(statement).toMatch(/CREATE OR REPLACE TRIGGER "_recordbase_realtime_\w+" AFTER (INSERT|UPDATE|DELETE) ON "posts" REFERENCING (NEW|OLD) TABLE AS rb_(new|old) FOR EACH STATEMENT/);
+      expect(statement).toContain(`EXECUTE FUNCTION "_recordbase_realtime_capture"('${id}')`);
       expect(statement).not.toMatch(/DROP/);
     }
   });
 
-  test('the capture function writes nothing while no realtime instance is live, and a delete carries its snapshot', () => {
-    const fn = realtimeTableStatements().find((s) => s.includes('FUNCTION'))!;
-    expect(fn).toContain(`IF NOT EXISTS (SELECT 1 FROM "_recordbase_realtime_instances" WHERE COALESCE("expires_at", "heartbeat_at" + interval '1 minute') > now()) THEN`);
+  const captureFunction = () => realtimeTableStatements().find((s) => s.includes('RETURNS trigger'))!;
+
+  test('the capture function writes nothing unless a client subscribes to the collection (name or id) or reads other tables, and a realtime instance is live; a delete carries its snapshot', () => {
+    const fn = captureFunction();
+    expect(fn).toContain(`NOT EXISTS (SELECT 1 FROM "_recordbase_realtime_clients" WHERE "topic_keys" && ARRAY[TG_TABLE_NAME::text, TG_ARGV[0]])`);
+    expect(fn).toContain(`AND NOT EXISTS (SELECT 1 FROM "_recordbase_realtime_clients" WHERE "reads_other_tables" IS NOT FALSE))`);
+    expect(fn).toContain(`OR NOT EXISTS (SELECT 1 FROM "_recordbase_realtime_instances" WHERE COALESCE("expires_at", "heartbeat_at" + interval '1 minute') > now()) THEN`);
     expect(fn).toContain('pg_current_snapshot()');
   });
 
@@ -26,11 +33,11 @@ describe('realtime schema statements', () => {
     const statements = realtimeTableStatements();
     expect(statements.filter((s) => /ALTER TABLE/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('information_schema.columns'))).toBe(true);
     expect(statements.filter((s) => /CREATE INDEX/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('to_regclass'))).toBe(true);
-    expect(statements.filter((s) => /ALTER TABLE/.test(s)).map((s) => /ADD COLUMN IF NOT EXISTS "(\w+)"/.exec(s)?.[1])).toEqual(['snapshot', 'expires_at']);
+    expect(statements.filter((s) => /ALTER TABLE/.test(s)).map((s) => /ADD COLUMN IF NOT EXISTS "(\w+)"/.exec(s)?.[1])).toEqual(['snapshot', 'expires_at', 'topic_keys', 'reads_other_tables']);
   });
 
   test('the capture function reads whole rows through alias.* (a field may be named like the alias) and pins its search_path', () => {
-    const fn = realtimeTableStatements().find((s) => s.includes('FUNCTION'))!;
+    const fn = captureFunction();
     expect(fn).toContain('to_jsonb(o.*)');
     expect(fn).toContain('to_jsonb(n.*)');
     expect(fn).toContain('SET search_path FROM CURRENT');
