@@ -1,12 +1,17 @@
 /**
  * The baseline: what a competent hand-written Express + pg server (no Knex, no recordbase) does
- * for the same requests, with the same SQL and the same JSON, so its throughput is the stack's
- * own limit on this machine. It knows the bench's one query shape instead of parsing a filter
+ * for the same requests, with the same SQL for reads (one plain statement per write) and the same
+ * JSON, so its throughput is the stack's own limit on this machine. It knows the bench's one query shape instead of parsing a filter
  * language, runs no rule engine and serialises with `toISOString`: everything recordbase does on
  * top of that is what the ratio measures. Forked by the runner; sends `{ type: 'ready', port }`.
  *
+ * Its create is a plain `INSERT ... RETURNING *`, as a hand-written app writes it: the author's
+ * format is checked, its existence is not (recordbase checks it, in the same statement or the same
+ * transaction). BENCH_BASELINE_CREATE=exists brings back the earlier baseline, whose INSERT checks
+ * the author with `WHERE EXISTS (SELECT 1 FROM users ...)` (the results before issue 35).
+ *
  * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_DATA_DIR (recordbase's storage is read from
- * `storage/` there for thumbnails; uploads go to `baseline-uploads/`).
+ * `storage/` there for thumbnails; uploads go to `baseline-uploads/`), BENCH_BASELINE_CREATE.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
@@ -118,16 +123,89 @@ function validatePost(body: Row): Row | string {
   return { title, body: text, views: number, published: flag, author };
 }
 
-async function insertPost(res: Response, values: Row, cover: string): Promise<void> {
-  // One statement: the relation check and the insert, atomically.
-  const { rows } = await pool.query(
+const checkAuthor = process.env.BENCH_BASELINE_CREATE === 'exists';
+if (!['exists', 'plain', '', undefined].includes(process.env.BENCH_BASELINE_CREATE)) throw new Error(`BENCH_BASELINE_CREATE must be plain or exists, got ${process.env.BENCH_BASELINE_CREATE}`);
+const INSERT_POST = checkAuthor
+  ? // The earlier baseline: the relation check and the insert in one statement, atomically.
     `INSERT INTO ${posts} (id, title, body, views, published, author, cover, created, updated)
-     SELECT $1, $2, $3, $4, $5, $6, $7, now(), now() WHERE EXISTS (SELECT 1 FROM ${users} WHERE id = $6) RETURNING *`,
-    [newId(), values.title, values.body, values.views, values.published, values.author, cover],
-  );
-  if (rows.length === 0) return fail(res, 400, 'Failed to create record.', { author: { code: 'validation_missing_rel_records' } });
-  res.json(shapePost(rows[0]));
+     SELECT $1, $2, $3, $4, $5, $6, $7, now(), now() WHERE EXISTS (SELECT 1 FROM ${users} WHERE id = $6) RETURNING *`
+  : `INSERT INTO ${posts} (id, title, body, views, published, author, cover, created, updated)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now()) RETURNING *`;
+
+/** Inserts one validated post on `client` (the pool, or a batch's connection); undefined when the author check found none. */
+async function insertRow(client: pg.Pool | pg.PoolClient, values: Row, cover: string): Promise<Row | undefined> {
+  const { rows } = await client.query(INSERT_POST, [newId(), values.title, values.body, values.views, values.published, values.author, cover]);
+  return rows[0];
 }
+
+const MISSING_AUTHOR = { author: { code: 'validation_missing_rel_records' } };
+
+async function insertPost(res: Response, values: Row, cover: string): Promise<void> {
+  const row = await insertRow(pool, values, cover);
+  if (!row) return fail(res, 400, 'Failed to create record.', MISSING_AUTHOR);
+  res.json(shapePost(row));
+}
+
+const json = express.json();
+
+/** The checks of an update of the bench's shape: a title and a view count, both required. */
+function validatePatch(body: Row): { title: string; views: number } | string {
+  const { title, views } = body;
+  if (typeof title !== 'string' || title.length < 1 || title.length > 200) return 'title';
+  if (typeof views !== 'number' || !Number.isInteger(views) || views < 0) return 'views';
+  return { title, views };
+}
+
+app.patch('/backend/api/collections/posts/records/:id', json, async (req: Request, res: Response) => {
+  const values = validatePatch(req.body ?? {});
+  if (typeof values === 'string') return fail(res, 400, 'Failed to update record.', { [values]: { code: 'validation_invalid' } });
+  const { rows } = await pool.query(`UPDATE ${posts} SET title = $1, views = $2, updated = now() WHERE id = $3 RETURNING *`, [values.title, values.views, req.params.id]);
+  if (rows.length === 0) return fail(res, 404, "The requested record wasn't found.");
+  res.json(shapePost(rows[0]));
+});
+
+app.delete('/backend/api/collections/posts/records/:id', async (req: Request, res: Response) => {
+  const { rowCount } = await pool.query(`DELETE FROM ${posts} WHERE id = $1`, [req.params.id]);
+  if (rowCount === 0) return fail(res, 404, "The requested record wasn't found.");
+  res.status(204).end();
+});
+
+const BATCH_URL = '/api/collections/posts/records';
+
+/**
+ * PocketBase's batch, for the one request it carries here: creates of posts. One transaction on
+ * one connection: BEGIN, one INSERT ... RETURNING * per create, COMMIT; all or nothing.
+ */
+app.post('/backend/api/batch', json, async (req: Request, res: Response) => {
+  const requests: unknown = req.body?.requests;
+  if (!Array.isArray(requests) || requests.length === 0 || requests.length > 50) return fail(res, 400, 'Batch transaction failed.');
+  const checked: Row[] = [];
+  for (const [index, request] of (requests as Row[]).entries()) {
+    const values = request?.method === 'POST' && request.url === BATCH_URL ? validatePost((request.body as Row) ?? {}) : 'url';
+    if (typeof values === 'string') return fail(res, 400, 'Batch transaction failed.', { requests: { [index]: { code: 'batch_request_failed', message: 'Batch request failed.' } } });
+    checked.push(values);
+  }
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const answers: Row[] = [];
+    for (const [index, values] of checked.entries()) {
+      const row = await insertRow(client, values, '');
+      if (!row) {
+        await client.query('ROLLBACK');
+        return fail(res, 400, 'Batch transaction failed.', { requests: { [index]: { code: 'batch_request_failed', message: 'Batch request failed.' } } });
+      }
+      answers.push({ status: 200, body: shapePost(row) });
+    }
+    await client.query('COMMIT');
+    res.json(answers);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+});
 
 app.post('/backend/api/collections/posts/records', async (req: Request, res: Response) => {
   if (req.is('multipart/form-data')) {

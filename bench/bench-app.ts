@@ -11,7 +11,10 @@
  * IPC: it sends `{ type: 'ready', port }` once listening. The runner may send
  * `{ type: 'capture' }` (start recording every SQL statement; answers `{ type: 'capturing' }`) and `{ type: 'captured' }`
  * (answers `{ type: 'captured', queries }` and stops recording): that is how the runner learns
- * the SQL the router generates, to EXPLAIN it and to count the statements per request.
+ * the SQL the router generates, to EXPLAIN it and to count the statements per request. And
+ * `{ type: 'sql', sql, bindings }` (knex `?` placeholders; answers `{ type: 'sql-result', rows }`
+ * or `{ type: 'sql-result', error }`): how the runner prepares the posts the update and delete
+ * scenarios write, on this app's own database (the embedded engine's folder has one process).
  */
 import path from 'node:path';
 import express from 'express';
@@ -74,7 +77,24 @@ const app = express();
 app.use('/backend', records);
 await records.ready;
 
+/** A statement the runner asks this process to run on its database (bench/prepare-writes.ts). */
+interface SqlMessage {
+  type: 'sql';
+  sql: string;
+  bindings: Knex.RawBinding[];
+}
+
+async function runSql(message: SqlMessage): Promise<void> {
+  try {
+    const result: { rows?: Record<string, unknown>[] } = await database.raw(message.sql, message.bindings);
+    process.send!({ type: 'sql-result', rows: result.rows ?? [] });
+  } catch (error) {
+    process.send!({ type: 'sql-result', error: String(error) });
+  }
+}
+
 process.on('message', (message: { type: string }) => {
+  if (message.type === 'sql') void runSql(message as SqlMessage);
   if (message.type === 'capture') {
     captured = [];
     process.send!({ type: 'capturing' });

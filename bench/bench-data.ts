@@ -10,7 +10,7 @@ import type { CollectionDefinition } from '../lib/index.js';
 export const USERS_ID = 'pbc_bench_users';
 export const POSTS_ID = 'pbc_bench_posts';
 export const USER_COUNT = 1000;
-/** Every record the bench writes (create, upload) has a title starting with this; the cleanup deletes them. */
+/** Every record the bench writes (create, upload, batch, the posts update and delete prepare) has a title starting with this; the cleanup deletes them. */
 export const WRITE_MARKER = 'bench-write';
 /** The only thumbnail size the `cover` field allows (and the one scenario 6 downloads). */
 export const THUMB = '100x100';
@@ -39,7 +39,8 @@ export const benchCollections: CollectionDefinition[] = [
       { name: 'author', type: 'relation', collection: 'users', required: true },
       { name: 'cover', type: 'file', maxSize: 5 * 1024 * 1024, mimeTypes: ['image/png', 'image/jpeg', 'image/webp'], thumbs: [THUMB] },
     ],
-    rules: { list: '', view: '', create: '', update: null, delete: null },
+    // Anyone may update and delete: the update and delete scenarios measure the write, not an identity.
+    rules: { list: '', view: '', create: '', update: '', delete: '' },
   },
 ];
 
@@ -55,6 +56,17 @@ export function seededUserId(n: number): string {
 /** The id of seeded post n (1-based), as the seed's SQL makes it. */
 export function seededPostId(n: number): string {
   return hashId('p', n);
+}
+
+/** The first letter of the ids of the posts the update and delete scenarios prepare (seeded ones start with `p`). */
+export const PREPARED_ID_PREFIX = { update: 'e', delete: 'd' } as const;
+
+/**
+ * The id of prepared post n of a kind: the prefix and 14 hex digits of md5(prefix + n), the same as
+ * `preparedIdSql` makes it, so that the load generator can name them without asking the database.
+ */
+export function preparedPostId(kind: keyof typeof PREPARED_ID_PREFIX, n: number): string {
+  return hashId(PREPARED_ID_PREFIX[kind], n);
 }
 
 /**

@@ -110,6 +110,8 @@ export interface Measurement extends LoadSummary {
   cpuMsPerRequest: number;
   /** The kernel's share of it (syscalls: sockets, files). */
   systemMsPerRequest: number;
+  /** Answers of the warm-up that were not 2xx (the measured window's are `non2xx`). */
+  warmupNon2xx: number;
 }
 
 /** How hard and how long to load a server. */
@@ -141,5 +143,5 @@ export async function measureLoad(options: { server: ServerProcess; spec: LoadSp
   const requests = warmup.total + measured.total;
   const user = cpuAfter.user - cpuBefore.user;
   const system = cpuAfter.system - cpuBefore.system;
-  return { ...measured, cpuMsPerRequest: ((user + system) * 1000) / requests, systemMsPerRequest: (system * 1000) / requests };
+  return { ...measured, cpuMsPerRequest: ((user + system) * 1000) / requests, systemMsPerRequest: (system * 1000) / requests, warmupNon2xx: warmup.non2xx };
 }

@@ -15,11 +15,15 @@
  * - Before measuring, it checks that both servers answer with the same JSON, records the SQL each
  *   recordbase request sends (statements per request) and prints EXPLAIN (ANALYZE, BUFFERS) of
  *   the list and view queries.
+ * - Writes: create, upload, update, delete and a batch of 10 creates. The update and delete cells
+ *   work on posts prepared before each cell (bench/prepare-writes.ts; BENCH_DELETE_RATE: the
+ *   deletes per second a cell prepares for); an update, delete or batch cell with any answer but
+ *   2xx fails the run.
  *
  * Flags (and environment): --rows (BENCH_ROWS), --reseed, --duration (BENCH_DURATION), --warmup
  * (BENCH_WARMUP), --connections (BENCH_CONNECTIONS), --rounds (BENCH_ROUNDS), --wait-for-idle
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
- * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload (BENCH_SCENARIOS),
+ * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload,update,delete,batch (BENCH_SCENARIOS),
  * --no-explain, --node-flags "--a --b" (BENCH_NODE_FLAGS: Node and V8 flags for both servers'
  * processes alike), --express-listen (BENCH_EXPRESS_LISTEN=1: both servers made as `app.listen`
  * makes them, instead of with createAppServer). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
@@ -28,7 +32,7 @@
  * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
  * app on PGlite in a worker thread (recordbase's engine) against the same app on PGlite on the
  * main thread (knex-pglite, the engine before it), each on its own copy of one seeded folder,
- * scenarios 1-5 (default 10,000 posts).
+ * scenarios 1-5 and 8-10 (default 10,000 posts).
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,8 +48,9 @@ import type { LoadSummary } from './load.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory, readThreadCount, resetPeakMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
 import { makePng } from './png.js';
+import { createWritePreparer, type WritePreparer } from './prepare-writes.js';
 import { runRealtimeBench } from './realtime-bench.js';
-import { buildCreateBody, buildScenarios, LIST_FILTER, LIST_SORT, type Scenario, type ScenarioKey } from './scenarios.js';
+import { buildBatchBody, buildCreateBody, buildScenarios, buildUpdateBody, LIST_FILTER, LIST_SORT, type LoadSpec, type Scenario, type ScenarioKey } from './scenarios.js';
 import { ensureEmbeddedSeeded, ensureSeeded, removeBenchWrites } from './seed.js';
 
 interface BenchConfig {
@@ -120,9 +125,30 @@ function readConfig(): BenchConfig {
   };
 }
 
-/** Runs one scenario against one server in a fresh load-generator process. */
-function measure(config: BenchConfig, server: ServerProcess, scenario: Scenario): Promise<Measurement> {
-  return measureLoad({ server, spec: scenario.spec, load: config });
+/**
+ * Runs one scenario against one server in a fresh load-generator process, with `spec` (the
+ * scenario's, on the posts prepared for the cell), and fails on an update, delete or batch cell
+ * that answered anything but 2xx.
+ */
+async function measure(options: { config: BenchConfig; server: ServerProcess; scenario: Scenario; spec: LoadSpec; writes: WritePreparer }): Promise<Measurement> {
+  const { config, server, scenario, spec, writes } = options;
+  const measured = await measureLoad({ server, spec, load: config });
+  writes.checkCell(scenario, server, measured);
+  return measured;
+}
+
+/** The deletes per second a delete cell prepares posts for (BENCH_DELETE_RATE; more once a server has been faster). */
+function readDeleteRate(engine: BenchConfig['engine']): number {
+  return parsePositive('BENCH_DELETE_RATE', process.env.BENCH_DELETE_RATE, engine === 'embedded' ? 5000 : 15000);
+}
+
+/** `RunSql` through a bench-app process (its `sql` message): the statement runs on that app's own database. */
+async function runSqlThrough(app: ServerProcess, sql: string, bindings: unknown[]): Promise<Record<string, unknown>[]> {
+  const reply = waitForMessage<{ type: 'sql-result'; rows?: Record<string, unknown>[]; error?: string }>(app.child, 'sql-result', 300_000);
+  app.child.send({ type: 'sql', sql, bindings });
+  const { rows, error } = await reply;
+  if (error !== undefined) throw new Error(`${app.name}: ${error}\n  in ${sql}`);
+  return rows ?? [];
 }
 
 async function request(url: string, init?: RequestInit): Promise<{ status: number; headers: Headers; text: string }> {
@@ -130,9 +156,10 @@ async function request(url: string, init?: RequestInit): Promise<{ status: numbe
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-async function expectOk(what: string, url: string, init?: RequestInit): Promise<{ headers: Headers; text: string }> {
+/** Sends one request; throws unless it answered `status` (200, or 204 for a delete). */
+async function expectOk(what: string, url: string, init?: RequestInit, status = init?.method === 'DELETE' ? 204 : 200): Promise<{ headers: Headers; text: string }> {
   const res = await request(url, init);
-  if (res.status !== 200) throw new Error(`${what}: ${url} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  if (res.status !== status) throw new Error(`${what}: ${url} answered ${res.status} (not ${status}): ${res.text.slice(0, 300)}`);
   return res;
 }
 
@@ -147,9 +174,10 @@ async function captureQueries(app: ServerProcess, send: () => Promise<unknown>):
   return (await reply).queries;
 }
 
-/** The request each scenario sends, as fetch arguments (for the checks and the SQL capture). */
-function sampleRequest(scenario: Scenario, base: string, uploadBody: MultipartBody): [string, RequestInit | undefined] {
+/** The request each scenario sends, as fetch arguments (for the checks and the SQL capture), on a post prepared for it (update, delete). */
+async function sampleRequest(scenario: Scenario, server: ServerProcess, uploadBody: MultipartBody, writes: WritePreparer): Promise<[string, RequestInit | undefined]> {
   const spec = scenario.spec;
+  const base = server.base;
   switch (spec.kind) {
     case 'get':
       return [base + spec.path, undefined];
@@ -159,7 +187,25 @@ function sampleRequest(scenario: Scenario, base: string, uploadBody: MultipartBo
       return [base + spec.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: buildCreateBody(seededUserId(7)) }];
     case 'upload':
       return [base + spec.path, { method: 'POST', headers: { 'content-type': uploadBody.contentType }, body: uploadBody.body }];
+    case 'update':
+      return [base + spec.pathPrefix + (await writes.prepareSample('update', server)), { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: buildUpdateBody(7) }];
+    case 'delete':
+      return [base + spec.pathPrefix + (await writes.prepareSample('delete', server)), { method: 'DELETE' }];
+    case 'batch': {
+      const authors = Array.from({ length: spec.size }, (_, k) => seededUserId(k + 1));
+      return [base + spec.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: buildBatchBody(authors) }];
+    }
   }
+}
+
+/** A record's keys, in order: what two answers to the same write must share. */
+const recordKeys = (record: unknown) => Object.keys(record as object).join(',');
+
+/** The shape of a batch's answer: each request's keys, status and record's keys. */
+function batchShape(text: string): string {
+  const answers = JSON.parse(text) as { status: number; body: unknown }[];
+  if (!Array.isArray(answers)) throw new Error(`batch: the answer is not an array: ${text.slice(0, 300)}`);
+  return answers.map((a) => `${recordKeys(a)} ${a.status}: ${a.body === null ? 'null' : recordKeys(a.body)}`).join('; ');
 }
 
 const IGNORED_HEADERS = new Set(['date', 'connection', 'keep-alive', 'etag']);
@@ -168,11 +214,11 @@ const IGNORED_HEADERS = new Set(['date', 'connection', 'keep-alive', 'etag']);
  * Both servers must answer alike, or the comparison means nothing: the same JSON for reads, the
  * same keys for writes, the same headers for the download.
  */
-async function checkEquivalence(scenarios: Scenario[], app: ServerProcess, baseline: ServerProcess, uploadBody: MultipartBody): Promise<string[]> {
+async function checkEquivalence(scenarios: Scenario[], app: ServerProcess, baseline: ServerProcess, uploadBody: MultipartBody, writes: WritePreparer): Promise<string[]> {
   const notes: string[] = [];
   for (const scenario of scenarios) {
-    const [rbUrl, rbInit] = sampleRequest(scenario, app.base, uploadBody);
-    const [blUrl, blInit] = sampleRequest(scenario, baseline.base, uploadBody);
+    const [rbUrl, rbInit] = await sampleRequest(scenario, app, uploadBody, writes);
+    const [blUrl, blInit] = await sampleRequest(scenario, baseline, uploadBody, writes);
     const a = await expectOk(`recordbase ${scenario.key}`, rbUrl, rbInit);
     const b = await expectOk(`baseline ${scenario.key}`, blUrl, blInit);
     if (scenario.key === 'thumb') {
@@ -181,9 +227,15 @@ async function checkEquivalence(scenarios: Scenario[], app: ServerProcess, basel
       for (const name of new Set([...names(a.headers), ...names(b.headers)])) {
         if (a.headers.get(name) !== b.headers.get(name)) notes.push(`thumbnail header ${name}: recordbase "${a.headers.get(name)}", baseline "${b.headers.get(name)}"`);
       }
-    } else if (scenario.key === 'create' || scenario.key === 'upload') {
-      const keys = (text: string) => Object.keys(JSON.parse(text)).join(',');
+    } else if (scenario.key === 'create' || scenario.key === 'upload' || scenario.key === 'update') {
+      const keys = (text: string) => recordKeys(JSON.parse(text));
       if (keys(a.text) !== keys(b.text)) throw new Error(`${scenario.key}: different record shapes:\n  ${keys(a.text)}\n  ${keys(b.text)}`);
+      if (scenario.key === 'update') {
+        const changed = (text: string) => JSON.stringify((({ title, views }) => ({ title, views }))(JSON.parse(text) as Record<string, unknown>));
+        if (changed(a.text) !== changed(b.text)) throw new Error(`update: different values: ${changed(a.text)} against ${changed(b.text)}`);
+      }
+    } else if (scenario.key === 'batch') {
+      if (batchShape(a.text) !== batchShape(b.text)) throw new Error(`batch: different answers:\n  ${batchShape(a.text)}\n  ${batchShape(b.text)}`);
     } else if (a.text !== b.text) {
       throw new Error(`${scenario.key}: the two servers answered differently:\n  recordbase ${a.text.slice(0, 400)}\n  baseline   ${b.text.slice(0, 400)}`);
     }
@@ -326,10 +378,12 @@ async function measureScenarios(options: {
   baseline: ServerProcess;
   scenarios: Scenario[];
   statements: Map<ScenarioKey, string[]>;
+  /** Prepares the update and delete cells' posts; fails an update, delete or batch cell that answered anything but 2xx. */
+  writes: WritePreparer;
   /** Removes the rows the cells wrote (and re-analyses), so that `--fixed-rate` lists read the seeded table as the cells did; the thumbnail scenario's image stays. */
   removeWrites?: () => Promise<unknown>;
 }): Promise<Row[]> {
-  const { config, rows, app, baseline, scenarios, statements } = options;
+  const { config, rows, app, baseline, scenarios, statements, writes } = options;
   console.log(`\nmeasuring: ${config.connections} connections, ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s per scenario and server; jest processes running: ${countJestProcesses()}, load ${describeLoad()}`);
   const table: Row[] = [];
   const memoryNotes: string[] = [];
@@ -354,6 +408,8 @@ async function measureScenarios(options: {
         // Uploads leave gigabytes of dirty pages, and an fsync (recordbase flushes every file) may have
         // to wait for the other server's unflushed writes: each upload cell starts with none.
         if (scenario.key === 'upload') execFileSync('sync');
+        // Before the peak's reset: the preparation runs through recordbase's process on Postgres.
+        const spec = await writes.prepareCell(scenario, server, config);
         const jestAtStart = countJestProcesses();
         const before = readMemory(server.pid);
         raiseRunPeak(server, before.peak);
@@ -363,7 +419,7 @@ async function measureScenarios(options: {
         const sampler = setInterval(() => samples.push(readMemory(server.pid).rss), 1000);
         let r: Measurement;
         try {
-          r = await measure(config, server, scenario);
+          r = await measure({ config, server, scenario, spec, writes });
         } finally {
           clearInterval(sampler);
         }
@@ -410,7 +466,7 @@ async function measureScenarios(options: {
   console.log(`cells measured while a jest process ran (at their start or end): ${busyCells} of ${scenarios.length * 2 * config.rounds}`);
   if (config.fixedRate !== undefined) {
     await options.removeWrites?.();
-    await measureAtFixedRate({ config, app, baseline, table, fraction: config.fixedRate });
+    await measureAtFixedRate({ config, app, baseline, table, fraction: config.fixedRate, writes });
   }
   return table;
 }
@@ -442,17 +498,20 @@ function parseFraction(name: string, raw: string): number {
  * of saturated rates, which depends on how the cores are split between a server, Postgres and the
  * load generator.
  */
-async function measureAtFixedRate(options: { config: BenchConfig; app: ServerProcess; baseline: ServerProcess; table: Row[]; fraction: number }): Promise<void> {
-  const { config, app, baseline, table, fraction } = options;
+async function measureAtFixedRate(options: { config: BenchConfig; app: ServerProcess; baseline: ServerProcess; table: Row[]; fraction: number; writes: WritePreparer }): Promise<void> {
+  const { config, app, baseline, table, fraction, writes } = options;
   const lines: string[] = [];
   for (const { scenario, recordbase, baseline: other } of table) {
     const rate = Math.max(1, Math.round(fraction * Math.min(recordbase.requestsPerSecond, other.requestsPerSecond)));
-    const load = { ...config, rate };
     const servers = [app, baseline];
     const cpu = servers.map((): number[] => []);
     let short = '';
     for (let round = 0; round < config.rounds; round++) {
-      const results = await Promise.all(servers.map((server) => measureLoad({ server, spec: scenario.spec, load })));
+      // Each server's posts are prepared before either is loaded.
+      const specs: LoadSpec[] = [];
+      for (const server of servers) specs.push(await writes.prepareCell(scenario, server, { ...config, rate }));
+      const results = await Promise.all(servers.map((server, i) => measureLoad({ server, spec: specs[i]!, load: { ...config, rate } })));
+      results.forEach((r, i) => writes.checkCell(scenario, servers[i]!, r));
       results.forEach((r, i) => {
         cpu[i]!.push(r.cpuMsPerRequest);
         // A server that could not keep up makes the comparison unfair: say so.
@@ -484,14 +543,17 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
     const { thumbRecordId, thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
     const all = buildScenarios({ rows, thumbPath, uploadFile });
     const scenarios = all.filter((s) => !config.scenarios || config.scenarios.has(s.key));
+    // Both servers share the schema: every post is prepared through recordbase's pool.
+    const recordbase = app;
+    const writes = createWritePreparer({ runSql: (_server, sql, bindings) => runSqlThrough(recordbase, sql, bindings), deleteRate: readDeleteRate(config.engine) });
 
-    for (const note of await checkEquivalence(scenarios, app, baseline, uploadBody)) console.log(`note: ${note}`);
+    for (const note of await checkEquivalence(scenarios, app, baseline, uploadBody, writes)) console.log(`note: ${note}`);
     console.log(`checked: both servers answer the ${scenarios.length} scenarios alike (list filter "${LIST_FILTER}", sort "${LIST_SORT}"; upload ${(uploadBody.body.length / 2 ** 20).toFixed(2)} MiB)`);
 
     const statements = new Map<ScenarioKey, string[]>();
     const explained: { scenario: string; query: CapturedQuery }[] = [];
     for (const scenario of scenarios) {
-      const [url, init] = sampleRequest(scenario, app.base, uploadBody);
+      const [url, init] = await sampleRequest(scenario, app, uploadBody, writes);
       const queries = await captureQueries(app, () => expectOk(`capture ${scenario.key}`, url, init));
       statements.set(scenario.key, queries.map((q) => describeStatement(q.sql)));
       if (scenario.number <= 4) for (const query of queries) explained.push({ scenario: `${scenario.number} ${scenario.label}`, query });
@@ -502,7 +564,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
     }
 
     await waitForPreparationWorker(app);
-    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements, removeWrites: () => removeBenchWrites(config.url, schema, [thumbRecordId]) });
+    const table = await measureScenarios({ config, rows, app, baseline, scenarios, statements, writes, removeWrites: () => removeBenchWrites(config.url, schema, [thumbRecordId]) });
     return { rows, table };
   } finally {
     if (app) await stopServer(app);
@@ -515,7 +577,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
 }
 
 /** The scenarios of the embedded comparison: the database-bound ones (no thumbnail, no upload). */
-const EMBEDDED_SCENARIOS = new Set<ScenarioKey>(['list', 'listTotal', 'listExpand', 'view', 'create']);
+const EMBEDDED_SCENARIOS = new Set<ScenarioKey>(['list', 'listTotal', 'listExpand', 'view', 'create', 'update', 'delete', 'batch']);
 
 /**
  * The embedded engine at one size: the same host app on PGlite in a worker thread (`worker`,
@@ -540,14 +602,16 @@ async function benchEmbeddedSize(config: BenchConfig, rows: number): Promise<Siz
     const baseline = await start('in-thread', 'embedded-in-thread');
     const scenarios = buildScenarios({ rows, thumbPath: '', uploadFile: '' }).filter((s) => EMBEDDED_SCENARIOS.has(s.key) && (!config.scenarios || config.scenarios.has(s.key)));
     const noUpload = buildMultipart([]);
-    for (const note of await checkEquivalence(scenarios, app, baseline, noUpload)) console.log(`note: ${note}`);
+    // Each server has its own folder, which only its process may open: its posts are prepared through it.
+    const writes = createWritePreparer({ runSql: runSqlThrough, deleteRate: readDeleteRate(config.engine) });
+    for (const note of await checkEquivalence(scenarios, app, baseline, noUpload, writes)) console.log(`note: ${note}`);
     console.log(`checked: both servers answer the ${scenarios.length} scenarios alike (list filter "${LIST_FILTER}", sort "${LIST_SORT}")`);
     const statements = new Map<ScenarioKey, string[]>();
     for (const scenario of scenarios) {
-      const [url, init] = sampleRequest(scenario, app.base, noUpload);
+      const [url, init] = await sampleRequest(scenario, app, noUpload, writes);
       statements.set(scenario.key, (await captureQueries(app, () => expectOk(`capture ${scenario.key}`, url, init))).map((q) => describeStatement(q.sql)));
     }
-    return { rows, table: await measureScenarios({ config, rows, app, baseline, scenarios, statements }) };
+    return { rows, table: await measureScenarios({ config, rows, app, baseline, scenarios, statements, writes }) };
   } finally {
     for (const server of servers) await stopServer(server);
     await rm(dataDir, { recursive: true, force: true });
@@ -572,6 +636,14 @@ function printScaling(results: SizeResult[]): void {
   }
 }
 
+/** What the baseline's INSERT does (BENCH_BASELINE_CREATE: `plain`, the default, or `exists`); throws on anything else before a server starts. */
+function describeBaselineCreate(): string {
+  const mode = process.env.BENCH_BASELINE_CREATE || 'plain';
+  if (mode === 'plain') return 'a plain INSERT ... RETURNING * (BENCH_BASELINE_CREATE=exists: the author checked in the INSERT, as before issue 35)';
+  if (mode === 'exists') return 'INSERT ... SELECT ... WHERE EXISTS (the author) RETURNING * (BENCH_BASELINE_CREATE=exists)';
+  throw new Error(`BENCH_BASELINE_CREATE must be plain or exists, got "${mode}"`);
+}
+
 async function describePostgres(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -591,6 +663,7 @@ async function main(): Promise<void> {
   console.log(`load before starting: ${describeLoad()}; jest processes running: ${countJestProcesses()}`);
   if (config.nodeFlags.length > 0) console.log(`node flags of both servers: ${config.nodeFlags.join(' ')}`);
   console.log(`servers made by: ${process.env.BENCH_EXPRESS_LISTEN === '1' ? 'http.createServer(app), as app.listen makes them (--express-listen)' : 'createAppServer(app)'}`);
+  if (config.engine === 'postgres') console.log(`the baseline's create: ${describeBaselineCreate()}`);
   if (config.scenarios?.delete('realtime')) {
     const env = (name: string, fallback: number) => parsePositive(name, process.env[name], fallback);
     await runRealtimeBench({ ...config, rows: config.rows[0]!, clients: realtimeClients, rate: env('BENCH_REALTIME_RATE', 50), latencySeconds: env('BENCH_REALTIME_SECONDS', 20) });

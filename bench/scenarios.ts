@@ -1,23 +1,35 @@
 /**
- * The seven measured scenarios, as plain data: the runner sends one to the load generator (a
+ * The ten measured scenarios, as plain data: the runner sends one to the load generator (a
  * separate process) over IPC, so nothing here may be a function.
  */
 import { THUMB, WRITE_MARKER } from './bench-data.js';
 
-/** What the load generator sends: a fixed GET, a view rotating over seeded ids, a JSON create, or a multipart upload. */
+/**
+ * What the load generator sends: a fixed GET, a view rotating over seeded ids, a JSON create, a
+ * multipart upload, an update rotating over the prepared posts `first`..`first + count - 1`, a
+ * delete of each of them once (then of an id that does not exist: a 404, which fails the cell), or
+ * a batch of `size` creates. The update and delete posts are prepared for each cell, which fills in
+ * `first` and `count` (bench/prepare-writes.ts): the table's own are 0.
+ */
 export type LoadSpec =
   | { kind: 'get'; path: string }
   | { kind: 'view'; pathPrefix: string; rows: number }
   | { kind: 'create'; path: string }
-  | { kind: 'upload'; path: string; file: string };
+  | { kind: 'upload'; path: string; file: string }
+  | { kind: 'update'; pathPrefix: string; first: number; count: number }
+  | { kind: 'delete'; pathPrefix: string; first: number; count: number }
+  | { kind: 'batch'; path: string; size: number };
 
 /** `realtime` is not a row of this table: bench/realtime-bench.ts measures it. */
-export type ScenarioKey = 'list' | 'listTotal' | 'listExpand' | 'view' | 'create' | 'thumb' | 'upload' | 'realtime';
+export type ScenarioKey = 'list' | 'listTotal' | 'listExpand' | 'view' | 'create' | 'thumb' | 'upload' | 'update' | 'delete' | 'batch' | 'realtime';
+
+/** The scenarios that write on rows prepared for them before each cell. */
+export const PREPARED_SCENARIOS = new Set<ScenarioKey>(['update', 'delete']);
 
 /** One row of the result table. */
 export interface Scenario {
   key: ScenarioKey;
-  /** Its number in issue 5 (1-7) and the label printed in the table. */
+  /** Its number (1-7 from issue 5, 8-10 from issue 35) and the label printed in the table. */
   number: number;
   label: string;
   spec: LoadSpec;
@@ -34,6 +46,19 @@ export function buildCreateBody(author: string): string {
   return JSON.stringify({ title: `${WRITE_MARKER} create`, body: 'Written by the benchmark.', views: 1, published: true, author });
 }
 
+/** The JSON body of an update: a new title (still the bench's) and views below the list filter's 100. */
+export function buildUpdateBody(n: number): string {
+  return JSON.stringify({ title: `${WRITE_MARKER} update ${n}`, views: n % 100 });
+}
+
+/** The creates one batch holds (PocketBase's batch body, as JSON). */
+export const BATCH_SIZE = 10;
+
+/** The JSON body of a batch of creates, one per author. */
+export function buildBatchBody(authors: readonly string[]): string {
+  return JSON.stringify({ requests: authors.map((author) => ({ method: 'POST', url: '/api/collections/posts/records', body: JSON.parse(buildCreateBody(author)) as unknown })) });
+}
+
 /**
  * The scenarios in table order. The thumbnail's path is only known once an image was uploaded,
  * so it is passed in.
@@ -47,5 +72,8 @@ export function buildScenarios(options: { rows: number; thumbPath: string; uploa
     { key: 'create', number: 5, label: 'create (JSON)', spec: { kind: 'create', path: RECORDS } },
     { key: 'thumb', number: 6, label: `download cached thumbnail (${THUMB})`, spec: { kind: 'get', path: options.thumbPath } },
     { key: 'upload', number: 7, label: 'create with 1 MiB upload (multipart)', spec: { kind: 'upload', path: RECORDS, file: options.uploadFile } },
+    { key: 'update', number: 8, label: 'update (JSON: title, views)', spec: { kind: 'update', pathPrefix: `${RECORDS}/`, first: 0, count: 0 } },
+    { key: 'delete', number: 9, label: 'delete', spec: { kind: 'delete', pathPrefix: `${RECORDS}/`, first: 0, count: 0 } },
+    { key: 'batch', number: 10, label: `batch of ${BATCH_SIZE} creates (JSON)`, spec: { kind: 'batch', path: '/backend/api/batch', size: BATCH_SIZE } },
   ];
 }

@@ -88,6 +88,20 @@ class CollectionSql {
 
 const sqlOf = memoizePerObject((collection: CollectionSchema) => new CollectionSql(collection));
 
+/** The column alias of a row's version (selectVersioned): a space, so no field's column can be named so. */
+const VERSION_ALIAS = 'row version';
+
+/** `UPDATE … SET <values>, updated = clock_timestamp() WHERE r.id = ? [AND <where>] RETURNING …` of update and updateVersion. */
+function updateStatement(collection: CollectionSchema, id: string, values: RecordValues, where: readonly SqlFragment[] = []): Statement {
+  const fields = writtenFields(collection, values);
+  const sets = fields.map((f) => `${q(f.column)} = ?`);
+  sets.push(`${q('updated')} = clock_timestamp()`);
+  const bindings: unknown[] = fields.map((f) => columnValue(f, values[f.name]));
+  bindings.push(id);
+  const sql = `UPDATE ${q(collection.table)} AS ${q(RECORD_ALIAS)} SET ${sets.join(', ')} WHERE ${aliased('id')} = ?${whereClause(where, bindings, ' AND ')} RETURNING ${sqlOf(collection).returning}`;
+  return { sql, bindings };
+}
+
 /** ` WHERE (a) AND (b)` (or nothing) and the fragments' bindings appended to `bindings`. */
 function whereClause(where: readonly SqlFragment[], bindings: unknown[], leading = ' WHERE '): string {
   if (where.length === 0) return '';
@@ -277,14 +291,44 @@ export class RecordStore {
 
   /** Writes `values` over the record (bumping `updated`) and returns it as stored. */
   async update(collection: CollectionSchema, id: string, values: RecordValues): Promise<RecordValues> {
-    const fields = writtenFields(collection, values);
-    const sets = fields.map((f) => `${q(f.column)} = ?`);
-    sets.push(`${q('updated')} = clock_timestamp()`);
-    const bindings: unknown[] = fields.map((f) => columnValue(f, values[f.name]));
-    bindings.push(id);
-    const sql = `UPDATE ${q(collection.table)} SET ${sets.join(', ')} WHERE ${q('id')} = ? RETURNING ${sqlOf(collection).returning}`;
-    const rows = await this.rows(collection, { sql, bindings });
+    const rows = await this.rows(collection, updateStatement(collection, id, values));
     return rows[0]!;
+  }
+
+  /**
+   * The record with `id` matching `where`, unlocked, with its row version (`xmin`: the
+   * transaction that wrote this version), for updateVersion. Undefined when nothing matched.
+   */
+  async selectVersioned(options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[] }): Promise<{ record: RecordValues; version: string } | undefined> {
+    const statements = sqlOf(options.collection);
+    const bindings: unknown[] = [options.id];
+    const sql = `SELECT ${statements.selectList}, ${aliased('xmin')}::text AS "${VERSION_ALIAS}" FROM ${q(options.collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')}`;
+    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const row = rows[0];
+    return row === undefined ? undefined : { record: statements.readRow(row), version: String(row[VERSION_ALIAS]) };
+  }
+
+  /**
+   * Writes `values` over the record as update does, only if it is still the version selectVersioned
+   * read and matches `where` (evaluated on that row): one autocommit statement instead of a
+   * transaction around a locked read. Undefined when it changed meanwhile or `where` failed.
+   */
+  async updateVersion(collection: CollectionSchema, id: string, values: RecordValues, expected: { version: string; where: readonly SqlFragment[] }): Promise<RecordValues | undefined> {
+    const rows = await this.rows(collection, updateStatement(collection, id, values, [{ sql: `${aliased('xmin')} = ?::xid`, bindings: [expected.version] }, ...expected.where]));
+    return rows[0];
+  }
+
+  /**
+   * Deletes the record with `id` if it matches `where`, in one statement, and returns it as it
+   * was (undefined when nothing matched). The conditions are evaluated on the row the statement
+   * deletes, as on a row locked by selectById (a concurrent update is waited for, then checked).
+   */
+  async deleteById(options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[] }): Promise<RecordValues | undefined> {
+    const { collection } = options;
+    const bindings: unknown[] = [options.id];
+    const sql = `DELETE FROM ${q(collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')} RETURNING ${sqlOf(collection).returning}`;
+    const rows = await this.rows(collection, { sql, bindings });
+    return rows[0];
   }
 
   /** Deletes records by id; returns how many went. */

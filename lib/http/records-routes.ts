@@ -24,7 +24,18 @@ export interface RecordsRoutesOptions {
 
 /** The response shape a request asks for (`fields`, `expand`), parsed: a bad one is a 400 before anything runs. */
 function shapeOf(req: Request): ResponseShape {
-  return parseResponseShape({ fields: readQueryParam(req.query, 'fields'), expand: readQueryParam(req.query, 'expand') });
+  // Express parses the query string again at every read of `req.query`: read once.
+  const query = req.query;
+  return parseResponseShape({ fields: readQueryParam(query, 'fields'), expand: readQueryParam(query, 'expand') });
+}
+
+/**
+ * Whether the body is multipart: a JSON body (most writes) is told apart by a look at the header,
+ * without parsing its media type a second time after the JSON parser (`req.is` decides the rest).
+ */
+function isMultipart(req: Request): boolean {
+  const type = req.headers['content-type'];
+  return type !== undefined && /multipart/i.test(type) && Boolean(req.is('multipart/form-data'));
 }
 
 /**
@@ -63,7 +74,7 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
   async function write(req: Request, res: Response, run: (scoped: ScopedRecordService, collection: CollectionSchema, input: WriteInput) => Promise<RecordValues>) {
     const collection = records.collection(req.params.collection as string);
     const shape = shapeOf(req);
-    const multipart = req.is('multipart/form-data') ? await options.readMultipart(req, res) : undefined;
+    const multipart = isMultipart(req) ? await options.readMultipart(req, res) : undefined;
     let response: unknown;
     try {
       const input: WriteInput = multipart

@@ -63,6 +63,8 @@ export class RecordPresenter {
     const { selection, tree } = options.shape;
     const showHidden = isSuperuser(options.caller);
     const items = options.records.map((values) => ({ values, out: serializeRecord(options.collection, values, { showHidden }) }));
+    // Nothing to expand (most responses): no expansion call and no await.
+    if (tree.size === 0) return items.map((item) => applyFields(item.out, selection));
     try {
       await expandRecords({
         registry: this.registry,

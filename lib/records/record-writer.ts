@@ -35,26 +35,15 @@ export class RecordWriter {
   }
 
   /**
-   * The autocommit insert of a create that needs no transaction: one statement, the relation
-   * check folded into it (`INSERT … SELECT … WHERE EXISTS`). Only when it inserted nothing does a
-   * second query find which relation is missing, for the same 422 as checkRelations gives; if
-   * none is (the target appeared meanwhile), the insert is tried once more.
+   * The autocommit insert of a create that needs no transaction: its files, then one statement
+   * (insert); files are removed again when the insert was refused.
    */
   async insertAutocommit(store: RecordStore, collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
     const id = this.chooseId(write.data);
     const values = this.validate(collection, write);
     const written = await this.files.write(collection, id, keptUploads(collection, { id, values, write }));
     try {
-      return await this.rejectDuplicates(collection, async () => {
-        const row = { ...values, id };
-        const requirements = this.relationRequirements(collection, values);
-        const inserted = await store.insertIfRelated(collection, row, requirements);
-        if (inserted) return inserted;
-        await this.checkRelations(store, { collection, values });
-        const retried = await store.insertIfRelated(collection, row, requirements);
-        if (retried) return retried;
-        throw missingRelations(requirements.map((r) => r.field.name));
-      });
+      return await this.insert(store, collection, { id, values });
     } catch (err) {
       // A refused insert wrote nothing, nor did one never sent (its client left while the files
       // were written); a lost connection leaves the outcome unknown (the row may exist).
@@ -62,6 +51,25 @@ export class RecordWriter {
       else if (written.length > 0) this.files.keepUnknown(written);
       throw err;
     }
+  }
+
+  /**
+   * Inserts a validated record with its relation check folded into the statement (`INSERT …
+   * SELECT … WHERE EXISTS`). Only when it inserted nothing does a second query find which
+   * relation is missing, for the same 422 as checkRelations gives; if none is (the target
+   * appeared meanwhile), the insert is tried once more. A unique violation is a 422.
+   */
+  async insert(store: RecordStore, collection: CollectionSchema, stored: { id: string; values: RecordValues }): Promise<RecordValues> {
+    return this.rejectDuplicates(collection, async () => {
+      const row = { ...stored.values, id: stored.id };
+      const requirements = this.relationRequirements(collection, stored.values);
+      const inserted = await store.insertIfRelated(collection, row, requirements);
+      if (inserted) return inserted;
+      await this.checkRelations(store, { collection, values: stored.values });
+      const retried = await store.insertIfRelated(collection, row, requirements);
+      if (retried) return retried;
+      throw missingRelations(requirements.map((r) => r.field.name));
+    });
   }
 
   /** Writes a write's new files and ties their fate to the unit: removed if it rolls back. */
@@ -123,7 +131,7 @@ export class RecordWriter {
   }
 
   /** Runs a write, turning a unique index violation into a 422 on the index's field. */
-  async rejectDuplicates(collection: CollectionSchema, write: () => Promise<RecordValues>): Promise<RecordValues> {
+  async rejectDuplicates<T>(collection: CollectionSchema, write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (err) {

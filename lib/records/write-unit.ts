@@ -31,7 +31,7 @@ export class WriteUnit {
     this.uncertain.push(keep);
   }
 
-  /** @internal Called by runWriteUnit. */
+  /** @internal Called by runWriteUnit, and by an autocommit write once its one statement has committed (record-service.ts). */
   async settle(outcome: 'committed' | 'rolled-back' | 'unknown', logger: Logger): Promise<void> {
     if (outcome === 'rolled-back') {
       for (const undo of this.rolledBack) await undo();

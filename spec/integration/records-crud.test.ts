@@ -315,7 +315,7 @@ describe.each(testEngines())('records CRUD on %s', (engine) => {
       expect(res.status).toBe(404);
     });
 
-    test('concurrent increments are all kept (row lock)', async () => {
+    test('concurrent increments are all kept (the row version, else the row lock)', async () => {
       const created = await app.http.post(api('posts/records')).send({ title: 'Counter', views: 0 });
       const results = await Promise.all(Array.from({ length: 20 }, () => app.http.patch(api(`posts/records/${created.body.id}`)).send({ 'views+': 1 })));
       expect(results.every((r) => r.status === 200)).toBe(true);
