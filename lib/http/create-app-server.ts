@@ -17,6 +17,11 @@
  * Express, the same objects, the same methods. A request that enters a mounted sub-app
  * (`app.use(otherExpressApp)`) still has its prototype changed there; an `express.Router`, such
  * as the records router, is not a sub-app.
+ *
+ * The per-request maps are those of V8 11.3 and 12.4 (Node 20 and 22). In V8 13.6 (Node 24)
+ * properties added after a prototype change share maps, `app.listen`'s requests share them too,
+ * and what remains here is a server that costs no more than `app.listen`'s
+ * (docs/configuration.md, createAppServer).
  */
 import http, { type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -40,18 +45,16 @@ export interface AppServerClasses {
  * `https.createServer({ ...tls, ...appServerClasses(app) }, app)`.
  */
 export function appServerClasses(app: PrototypedApp): AppServerClasses {
-  // `new AppRequest(socket)` makes the object from AppRequest's own hidden class (prototype
-  // `app.request`), and Node's constructor, called on it, fills it in. Node 20 defines both as
-  // plain functions. Were one a `class` (not callable), Reflect.construct would build the
-  // same object, but V8 then derives a new hidden class per object, the cost this module avoids.
+  // Two ways to give Node's object the app's prototype from birth; which is cheaper is V8's
+  // business, so `constructWithNewTarget` picks the one measured cheaper on the running V8.
   function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
-    if (callableConstructors) http.IncomingMessage.call(this, socket);
-    else return Reflect.construct(http.IncomingMessage, [socket], AppRequest) as IncomingMessage;
+    if (constructWithNewTarget) return Reflect.construct(http.IncomingMessage, [socket], AppRequest) as IncomingMessage;
+    http.IncomingMessage.call(this, socket);
   }
   AppRequest.prototype = app.request;
   function AppResponse(this: ServerResponse, req: IncomingMessage, options?: unknown): ServerResponse | void {
-    if (callableConstructors) (http.ServerResponse as unknown as (this: ServerResponse, ...args: unknown[]) => void).call(this, req, options);
-    else return Reflect.construct(http.ServerResponse, [req, options], AppResponse) as ServerResponse;
+    if (constructWithNewTarget) return Reflect.construct(http.ServerResponse, [req, options], AppResponse) as ServerResponse;
+    (http.ServerResponse as unknown as (this: ServerResponse, ...args: unknown[]) => void).call(this, req, options);
   }
   AppResponse.prototype = app.response;
   return { IncomingMessage: AppRequest as unknown as typeof IncomingMessage, ServerResponse: AppResponse as unknown as typeof ServerResponse };
@@ -59,6 +62,18 @@ export function appServerClasses(app: PrototypedApp): AppServerClasses {
 
 /** Whether Node's request and response constructors are plain functions (callable on an object made elsewhere). */
 const callableConstructors = [http.IncomingMessage, http.ServerResponse].every((constructor) => !Function.prototype.toString.call(constructor).startsWith('class'));
+
+/**
+ * Whether `Reflect.construct(NodeClass, args, AppRequest)` builds the objects, rather than
+ * `new AppRequest` with Node's constructor called on it. V8 11 (Node 20) gives each object that
+ * Reflect.construct makes with another `new.target` a hidden class of its own, the cost this
+ * module avoids, so there the constructor is called on `new AppRequest`'s object. V8 12.4
+ * (Node 22) and 13.6 (Node 24) share that class, and there calling the constructor on
+ * `new AppRequest`'s object cost more: on Node 24, 40-49 µs of CPU per hello-world Express
+ * request against 31-40 µs through Reflect.construct, with half again as many scavenges. A
+ * constructor that is a `class` cannot be called, so it always goes through Reflect.construct.
+ */
+const constructWithNewTarget = !callableConstructors || Number(process.versions.v8.split('.')[0]) >= 12;
 
 /**
  * `http.createServer(options, app)` with `appServerClasses(app)`: use it where `app.listen`

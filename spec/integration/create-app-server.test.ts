@@ -98,8 +98,10 @@ describe('hidden classes (V8 natives, a process of its own)', () => {
     expect(await probe('app-server')).toEqual({ requestsShareMap: true, responsesShareMap: true });
   }, 40_000);
 
-  test('through app.listen, every request gets a hidden class of its own', async () => {
-    const outcome = await probe('listen');
-    expect(outcome.requestsShareMap).toBe(false);
+  // V8 11.3 and 12.4 (Node 20, 22) give every property added after Express's prototype change a
+  // hidden class per request; V8 13.6 (Node 24) shares them, so there app.listen's requests share too.
+  const listenSharesMaps = Number(process.versions.v8.split('.')[0]) >= 13;
+  test(`through app.listen on V8 ${process.versions.v8}, requests ${listenSharesMaps ? 'share one hidden class' : 'each get a hidden class of their own'}`, async () => {
+    expect(await probe('listen')).toEqual({ requestsShareMap: listenSharesMaps, responsesShareMap: listenSharesMaps });
   }, 40_000);
 });

@@ -3,6 +3,7 @@ import { OPEN_RULES } from '../support/open-rules.js';
 import { startSiblingRouter, startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 import { ALICE, BOB, ROOT } from '../support/query-fixtures.js';
+import { exchangeRaw } from '../support/raw-http.js';
 
 /**
  * Attacks on PocketBase's rule features, as a client would try them, on both engines: spellings
@@ -139,8 +140,15 @@ describe.each(testEngines())('attacks on PocketBase rule features on %s', (engin
 
   describe('bounded cost', () => {
     test('a huge or malformed format or modifier list is a 400, never a 500', async () => {
-      // 100 KB cannot reach a filter over GET (Node answers 431 for such a URL); the longest that can is refused by length.
-      expect((await app.http.get(api('big/records')).query({ filter: `strftime('${'%Y'.repeat(50_000)}') = ''` })).status).toBe(431);
+      // 100 KB cannot reach a filter over GET: past Node's maxHeaderSize (16 KiB) Node itself
+      // answers 431 and closes. The request's unread rest then makes the close a reset, which
+      // Node 24's HTTP client reports as ECONNRESET instead of the 431 (Node 20's hands back the
+      // 431), so the bytes on the wire are what is checked.
+      const path = `${api('big/records')}?filter=${encodeURIComponent(`strftime('${'%Y'.repeat(50_000)}') = ''`)}`;
+      const huge = await exchangeRaw(app.baseUrl, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      expect(huge.received).toBe('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+      expect([undefined, 'ECONNRESET', 'EPIPE']).toContain(huge.closedWith);
+      // The longest that can reach it is refused by length.
       const long = 'x'.repeat(3000);
       for (const filter of [`strftime('${long}') = ''`, `strftime('%Y', created, '${long}') = ''`, `strftime('${'%'.repeat(5000)}') = ''`, `strftime('%Y', created, ${"'+1 days', ".repeat(20)}'+1 days') = ''`, "strftime('%", "strftime('%Y', created, 'start of') = ''", 'geoDistance(,,,) < 1']) {
         const res = await app.http.get(api('big/records')).query({ filter });
