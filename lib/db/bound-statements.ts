@@ -1,7 +1,7 @@
-import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
 import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
 import type { DatabaseContext } from './database-context.js';
+import { directPostgresSender } from './send-to-postgres.js';
 import { FairGate, type GateRefusal, type GateTicket } from './fair-gate.js';
 
 /** Why a statement did not run to its end (see `StatementInterruptedError`). */
@@ -197,9 +197,8 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
   const runStatement = Base.prototype._query;
   const acquire = Base.prototype.acquireConnection;
   const release = Base.prototype.releaseConnection;
-  const Query = runStatement === postgresDialectQuery ? postgresQueryClass(client) : undefined;
-  const send = (self: BoundableClient, connection: unknown, obj: unknown): Promise<unknown> =>
-    (Query && sendToPostgres(Query, connection, obj as KnexQueryObject)) || runStatement.call(self, connection, obj);
+  const direct = directPostgresSender(client, runStatement);
+  const send = (self: BoundableClient, connection: unknown, obj: unknown): Promise<unknown> => direct?.(connection, obj) || runStatement.call(self, connection, obj);
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
       const restarted = isConnectionObject(connection) ? restartedConnections.get(connection) : undefined;
@@ -247,71 +246,6 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
   }
   Object.setPrototypeOf(client, BoundClient.prototype);
   client[installed] = true;
-}
-
-/** Knex's Postgres dialect's `_query`: sendToPostgres does its work for a client whose class inherits it unchanged. */
-const postgresDialectQuery = (createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as { prototype: { _query: unknown } }).prototype._query;
-
-/** A statement as Knex's client hands it to `_query`; `options` are node-postgres query settings. */
-interface KnexQueryObject {
-  sql?: string;
-  bindings?: unknown[];
-  options?: Record<string, unknown>;
-  response?: unknown;
-}
-
-/** node-postgres's `Query` (pg/lib/query.js) as sendToPostgres uses it. */
-interface PostgresQuery {
-  name?: string;
-  types?: unknown;
-  _result?: { _types?: unknown };
-}
-type PostgresQueryClass = new (text: string, values: unknown[], callback: (err: Error | null, response: unknown) => void) => PostgresQuery;
-
-/** node-postgres's `Query` class when the client speaks through node-postgres (Postgres and the embedded engine). */
-function postgresQueryClass(client: BoundableClient): PostgresQueryClass | undefined {
-  const Query = (client.driver as { Query?: unknown } | null | undefined)?.Query;
-  return typeof Query === 'function' && (client as { driverName?: unknown }).driverName === 'pg' ? (Query as PostgresQueryClass) : undefined;
-}
-
-/**
- * What Knex's Postgres `_query` does (the statement to node-postgres; its answer as
- * `obj.response`, `obj` as the result) without copying the query's settings twice on the way:
- * Knex merges `options` into a new config object, which node-postgres then copies through its
- * property descriptors (`cloneQueryConfig`), about 1 µs a statement, the largest single item of
- * a view by id that the baseline's `pool.query(text, values)` skips. The query is made from the
- * text as that call makes it, then given the statement's name and type parsers as node-postgres's
- * constructor would have. Undefined (the caller takes Knex's path) for settings other than those
- * two, or a node-postgres whose query is not built as this expects.
- */
-function sendToPostgres(Query: PostgresQueryClass, connection: unknown, obj: KnexQueryObject): Promise<unknown> | undefined {
-  const options = obj.options;
-  let name: unknown;
-  let types: unknown;
-  if (options !== undefined) {
-    for (const key in options) {
-      if (key === 'name') name = options.name;
-      else if (key === 'types') types = options.types;
-      else return undefined;
-    }
-  }
-  if (!obj.sql || typeof (connection as { query?: unknown } | null)?.query !== 'function') return undefined;
-  let settle: (err: Error | null, response: unknown) => void = () => undefined;
-  const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => settle(err, response));
-  if (types !== undefined) {
-    if (query._result === undefined || query._result._types !== undefined) return undefined;
-    query.types = types;
-    query._result._types = types;
-  }
-  if (name !== undefined) query.name = name as string;
-  return new Promise((resolve, reject) => {
-    settle = (err, response) => {
-      if (err) return reject(err);
-      obj.response = response;
-      resolve(obj);
-    };
-    (connection as { query(query: PostgresQuery): unknown }).query(query);
-  });
 }
 
 /** The size of the client's pool: tarn's `max`, else the configured one, else Knex's default (10). */

@@ -1,5 +1,6 @@
 import { BadRequestError } from '../errors.js';
 import type { RecordStore, RecordValues } from '../db/record-store.js';
+import { memoizePerObject } from '../memoize-per-object.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 
 /** A record removed by a delete, with its collection: what file cleanup needs after commit. */
@@ -82,3 +83,12 @@ export async function deleteRecords(options: {
   await removeRecords(run, options.collection, options.records);
   return run.deleted;
 }
+
+/**
+ * The registry as a delete sees it: a view's relation fields point at records too (for expand and
+ * back-relations), but nothing is stored in a view, so a delete neither unlinks nor cascades into
+ * one, and a view's required relation never blocks a delete.
+ */
+export const withoutViewReferences = memoizePerObject(
+  (registry: SchemaRegistry): SchemaRegistry => ({ ...registry, backRelations: (target) => registry.backRelations(target).filter((back) => back.collection.type !== 'view') }),
+);

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldSchema } from '../schema/fields/file.js';
-import { isRecordId } from '../schema/record-id.js';
+import { isReadableId, isRecordId } from '../schema/record-id.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { withRequestContext } from '../query/request-info.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
@@ -16,7 +16,7 @@ import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
-import { deleteRecords, type DeletedRecord } from './delete-records.js';
+import { deleteRecords, withoutViewReferences, type DeletedRecord } from './delete-records.js';
 import { readWriteOperations, type WriteOperations } from './field-operations.js';
 import { normalizeWrite } from './normalize-write.js';
 import { checkHookData, type HookRunner } from './record-hooks.js';
@@ -479,18 +479,6 @@ function requireRecordId(id: string): void {
   if (!isRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
 }
 
-/** Longest id a view's record may be asked for by: its ids are the query's own (`ROW_NUMBER()` gives `"1"`), not record ids. */
-const MAX_VIEW_ID_LENGTH = 255;
-
-/**
- * Whether an id may name a record of `collection`, so anything else is a 404 without asking the
- * database: a table's ids are record ids; a view's are whatever its query selects as `id`.
- */
-function isReadableId(collection: CollectionSchema, id: string): boolean {
-  if (collection.type === 'view') return id !== '' && id.length <= MAX_VIEW_ID_LENGTH;
-  return isRecordId(id);
-}
-
 /**
  * A view collection's records are the rows of its query (docs/collections.md): a create, update or
  * delete of one is a 400 before anything is read, written or uploaded, over HTTP, in a batch and
@@ -499,12 +487,3 @@ function isReadableId(collection: CollectionSchema, id: string): boolean {
 function refuseViewWrite(collection: CollectionSchema): void {
   if (collection.type === 'view') throw new BadRequestError(`"${collection.name}" is a view collection: its records are read-only.`, 'view_collection_read_only');
 }
-
-/**
- * The registry as a delete sees it: a view's relation fields point at records too (for expand and
- * back-relations), but nothing is stored in a view, so a delete neither unlinks nor cascades into
- * one, and a view's required relation never blocks a delete.
- */
-const withoutViewReferences = memoizePerObject(
-  (registry: SchemaRegistry): SchemaRegistry => ({ ...registry, backRelations: (target) => registry.backRelations(target).filter((back) => back.collection.type !== 'view') }),
-);

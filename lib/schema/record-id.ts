@@ -28,3 +28,15 @@ export function generateRecordId(): string {
 export function isRecordId(value: unknown): value is string {
   return typeof value === 'string' && ID.test(value);
 }
+
+/** Longest id a view's record may be asked for by: its ids are the query's own (`ROW_NUMBER()` gives `"1"`), not record ids. */
+const MAX_VIEW_ID_LENGTH = 255;
+
+/**
+ * Whether an id may name a record of `collection`, so anything else is a 404 without asking the
+ * database: a table's ids are record ids; a view's are whatever its query selects as `id`.
+ */
+export function isReadableId(collection: { readonly type: 'base' | 'view' }, id: string): boolean {
+  if (collection.type === 'view') return id !== '' && id.length <= MAX_VIEW_ID_LENGTH;
+  return isRecordId(id);
+}

@@ -462,7 +462,8 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         await (await rowFor(root, 'charlie')).click();
         const dialog = root.getByRole('dialog', { name: 'Edit posts record' });
         await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
-        await topDialog(root).getByRole('button', { name: 'Delete', exact: true }).click();
+        // The confirmation by its name: until it has rendered, the last dialog is the editor, whose own Delete it then covers.
+        await root.getByRole('dialog', { name: 'Delete this record?' }).getByRole('button', { name: 'Delete', exact: true }).click();
         await bodyRows(root, 'posts').filter({ hasText: 'charlie' }).waitFor({ state: 'detached' });
         const res = await app.http.get(api(`posts/records/${ids.charlie}`)).set('Authorization', ROOT);
         expect(res.status).toBe(404);
@@ -479,7 +480,7 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         await confirm.getByRole('button', { name: 'Cancel' }).click();
         expect(await countPosts("title ~ 'bulk'")).toBe(3);
         await root.getByRole('button', { name: 'Delete matching' }).click();
-        await topDialog(root).getByRole('button', { name: 'Delete', exact: true }).click();
+        await root.getByRole('dialog', { name: 'Delete 3 records?' }).getByRole('button', { name: 'Delete', exact: true }).click();
         await eventually(async () => expect(await countPosts("title ~ 'bulk'")).toBe(0));
         expect(await countPosts()).toBe(total - 3);
         await applyFilter(root, '');

@@ -118,6 +118,12 @@ function patchNote(app: BoundsApp, id: string, signal?: AbortSignal): Promise<Re
   return fetch(`${app.base}/api/collections/notes/records/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'changed' }), signal });
 }
 
+/** The same update as a one-request batch: in a transaction, with a locked read (an update alone reads unlocked and writes the version it read). */
+function patchNoteInBatch(app: BoundsApp, id: string, signal?: AbortSignal): Promise<Response> {
+  const requests = [{ method: 'PATCH', url: `/api/collections/notes/records/${id}`, body: { text: 'changed' } }];
+  return fetch(`${app.base}/api/batch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ requests }), signal });
+}
+
 /** Runs `work` while another session holds the note's row (FOR UPDATE): an update of it waits inside its transaction. */
 async function whileRowLocked(id: string, work: () => Promise<void>): Promise<void> {
   const holder = new pg.Client({ connectionString: server.url });
@@ -241,13 +247,16 @@ describe('statement bounds on Postgres', () => {
     await waitFor('the pool is free again', async () => (await timedGet(app.base + LIST)).status === 200, 5_000);
   }, 60_000);
 
-  test('a write whose client leaves while it waits in its transaction is rolled back, and its connection is not left in the transaction', async () => {
+  test.each([
+    ['in its transaction (a batch: the locked read waits)', patchNoteInBatch, /for update/i],
+    ['in its one statement (an update alone: the update waits)', patchNote, /^\s*update/i],
+  ])('a write whose client leaves while it waits %s is rolled back, and its connection is not left in a transaction', async (_, send, waiting) => {
     app = await startApp({ poolMax: 2, limits: { statementTimeoutMs: 60_000 } });
     const id = await createNote(app, 'original');
     await whileRowLocked(id, async () => {
       const controller = new AbortController();
-      const update = patchNote(app, id, controller.signal).catch(() => undefined);
-      await waitFor('the update waits for the row lock', async () => (await activeStatements(app)).some((q) => /for update/i.test(q)), 10_000);
+      const update = send(app, id, controller.signal).catch(() => undefined);
+      await waitFor('the update waits for the row lock', async () => (await activeStatements(app)).some((q) => waiting.test(q)), 10_000);
       controller.abort();
       await update;
       await waitFor('no statement of the app is running', async () => (await activeStatements(app)).length === 0, 5_000);

@@ -42,6 +42,8 @@ const collections: CollectionDefinition[] = [
  * counted too.
  */
 const sent: string[] = [];
+/** Of those, how many reached node-postgres as its own Query object (lib/db/send-to-postgres.ts), not as Knex's settings object. */
+let sentDirect = 0;
 const CONNECTION_SETUP = /^set search_path to /i;
 const originalQuery = pg.Client.prototype.query;
 beforeAll(() => {
@@ -51,7 +53,10 @@ beforeAll(() => {
       const text = typeof config === 'string' ? config : (config.text ?? '');
       // A connection the pool opens during a request is set up first (Knex's `set search_path`):
       // the pool's work, once per connection, not the request's (it made one run in 200 count 2).
-      if (!CONNECTION_SETUP.test(text)) sent.push(text);
+      if (!CONNECTION_SETUP.test(text)) {
+        sent.push(text);
+        if (config instanceof (pg as unknown as { Query: new (...a: unknown[]) => object }).Query) sentDirect++;
+      }
     }
     return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pg.Client.prototype.query;
@@ -175,6 +180,13 @@ describe.each(testEngines())('statements per request on %s', (engine) => {
       ),
     );
     expect(counts).toEqual([12]);
+  });
+
+  test('every statement of a request reaches node-postgres directly, without Knex copying its settings', async () => {
+    sentDirect = 0;
+    const { counts } = await countStatements(10, (i) => fetch(`${base}/posts/records/${postIds[i % postIds.length]}`));
+    expect(counts).toEqual([1]);
+    expect(sentDirect).toBe(10);
   });
 
   test('delete: 1 statement (the delete, its rule in it; nothing points at posts)', async () => {
