@@ -33,6 +33,11 @@ const uploadDir = path.join(dataDir, 'baseline-uploads');
 await fs.mkdir(uploadDir, { recursive: true });
 
 const pool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL, max: 10 });
+// A hand-written app has no realtime: its writes to the shared tables skip recordbase's capture
+// triggers (`replica` fires only ALWAYS and REPLICA triggers; the bench connects as a superuser).
+pool.on('connect', (client) => {
+  client.query('SET session_replication_role = replica').catch((err: unknown) => console.error(err));
+});
 
 type Row = Record<string, unknown>;
 

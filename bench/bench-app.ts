@@ -16,6 +16,7 @@
  * or `{ type: 'sql-result', error }`): how the runner prepares the posts the update and delete
  * scenarios write, on this app's own database (the embedded engine's folder has one process).
  */
+import http from 'node:http';
 import path from 'node:path';
 import express from 'express';
 import knexFactory, { type Knex } from 'knex';
@@ -105,10 +106,42 @@ process.on('message', (message: { type: string }) => {
   }
 });
 
+/**
+ * BENCH_REALTIME_SUBSCRIBER=1: this process holds one event stream subscribed to `posts/*`, so
+ * every write of posts is captured into the outbox and delivered to it (its messages read and
+ * dropped), as when one dashboard or client watches the collection. Without it nobody
+ * subscribes, and the capture trigger copies nothing (docs/realtime.md).
+ */
+async function subscribeToPosts(port: number): Promise<void> {
+  const clientId = await new Promise<string>((resolve, reject) => {
+    const req = http.get(`http://127.0.0.1:${port}/backend/api/realtime`, { headers: { Accept: 'text/event-stream' } }, (res) => {
+      let text = '';
+      const onData = (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+        const match = /"clientId":"(\w+)"/.exec(text);
+        if (match) {
+          res.off('data', onData);
+          res.resume();
+          resolve(match[1]!);
+        }
+      };
+      res.on('data', onData);
+    });
+    req.on('error', reject);
+  });
+  const answer = await fetch(`http://127.0.0.1:${port}/backend/api/realtime`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ clientId, subscriptions: ['posts/*'] }),
+  });
+  if (answer.status !== 204) throw new Error(`BENCH_REALTIME_SUBSCRIBER: the subscription answered ${answer.status}`);
+}
+
 serveBenchApp({
   app,
   async close() {
     await records.close();
     await database.destroy();
   },
+  ...(process.env.BENCH_REALTIME_SUBSCRIBER === '1' ? { listening: subscribeToPosts } : {}),
 });

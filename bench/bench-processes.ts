@@ -34,9 +34,18 @@ export function parsePositive(name: string, raw: string | undefined, fallback: n
  * `close()` (the router, the pool), and exits. The server is made by createAppServer, as the docs
  * advise a host; with BENCH_EXPRESS_LISTEN=1 (`--express-listen`) as `app.listen` makes it.
  */
-export function serveBenchApp(options: { app: PrototypedApp; close(): Promise<void> }): void {
+export function serveBenchApp(options: { app: PrototypedApp; close(): Promise<void>; listening?(port: number): Promise<void> }): void {
   const server = process.env.BENCH_EXPRESS_LISTEN === '1' ? http.createServer(options.app) : createAppServer(options.app);
-  server.listen(0, '127.0.0.1', () => process.send!({ type: 'ready', port: (server.address() as AddressInfo).port }));
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as AddressInfo;
+    void (options.listening?.(port) ?? Promise.resolve()).then(
+      () => process.send!({ type: 'ready', port }),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  });
   const shutdown = async (): Promise<void> => {
     server.close();
     server.closeAllConnections();
