@@ -16,7 +16,7 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
   beforeAll(async () => {
     database = await openTestDatabase(engine);
     await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
-    // Capture runs while a realtime instance is live (docs/realtime.md): this test stands in for one.
+    // Capture runs while a realtime instance is live and a client asks for it (docs/realtime.md): this test stands in for the instance; the staleness test below adds the client.
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
     await database.db.raw(`INSERT INTO "items" ("id", "owner", "n") VALUES ('item00000000001', 'alice', 3), ('item00000000002', 'bob', 7)`);
   });
