@@ -1,10 +1,11 @@
 import knexFactory, { type Knex } from 'knex';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { captureTriggerStatements } from '../../lib/db/realtime-schema.js';
-import { CLIENTS_TABLE, OUTBOX_TABLE, TOPIC_KEYS_FUNCTION } from '../../lib/db/shared-names.js';
+import { CLIENTS_TABLE, TOPIC_KEYS_FUNCTION } from '../../lib/db/shared-names.js';
 import { topicKey } from '../../lib/realtime/parse-subscription.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { OPEN_RULES } from '../support/open-rules.js';
+import { outboxCount } from '../support/realtime-outbox.js';
 import { openSse, type SseConnection } from '../support/sse-reader.js';
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines, testKnexLog } from '../support/test-database.js';
@@ -30,11 +31,6 @@ function collections(): CollectionDefinition[] {
       rules: { ...OPEN_RULES, list: "post.title != 'hidden'" },
     },
   ];
-}
-
-async function outboxCount(app: TestApp, collection: string): Promise<number> {
-  const result: { rows: { n: number }[] } = await app.database.db.raw(`SELECT count(*)::int AS n FROM "${OUTBOX_TABLE}" WHERE "collection" = ?`, [collection]);
-  return result.rows[0]!.n;
 }
 
 describe.each(testEngines())('realtime capture gate on %s', (engine) => {
@@ -68,31 +64,31 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
     app = await startTestApp(engine, { collections: collections() });
     const sse = await connect(app);
     await create(app, 'posts', 'before any subscription');
-    expect(await outboxCount(app, 'posts')).toBe(0);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(0);
 
     await subscribe(app, sse.id, ['posts/*']);
     const id = await create(app, 'posts', 'subscribed');
     await create(app, 'extras', 'nobody listens here');
     expect((await sse.next((e) => e.event === 'posts/*')).data).toContain(id);
-    expect(await outboxCount(app, 'posts')).toBe(1);
-    expect(await outboxCount(app, 'extras')).toBe(0);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(0);
 
     // By id, with options after `?` (which may hold a `/`).
     const options = encodeURIComponent(JSON.stringify({ query: { filter: "title != 'a/b'" } }));
     await subscribe(app, sse.id, [`${POSTS_ID}/*?options=${options}`]);
     const second = await create(app, 'posts', 'by id');
     expect((await sse.next((e) => e.event?.startsWith(POSTS_ID) === true && e.data?.includes(second) === true)).data).toContain('by id');
-    expect(await outboxCount(app, 'posts')).toBe(2);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(2);
 
     // Unsubscribing switches it off again; a subscription naming no collection switches nothing on.
     await subscribe(app, sse.id, ['nothing/*', 'PB_CONNECT']);
     await create(app, 'posts', 'after unsubscribing');
-    expect(await outboxCount(app, 'posts')).toBe(2);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(2);
 
     // The stream's close removes its row, and with it the capture.
     await subscribe(app, sse.id, ['extras/*']);
     await create(app, 'extras', 'captured');
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     sse.close();
     for (let i = 0; i < 100; i++) {
       const left = (await app.database.db(CLIENTS_TABLE).count({ n: '*' }))[0] as { n: string | number };
@@ -100,7 +96,7 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await create(app, 'extras', 'after the stream closed');
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
   });
 
   test('a row written by other code (subscriptions only) counts: the topic keys are computed by the database, as topicKey reads them', async () => {
@@ -116,11 +112,11 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
     await db(CLIENTS_TABLE).insert({ client_id: 'written-by-other-code', instance_id: 'elsewhere', subscriptions: JSON.stringify(['extras?options=%7B%7D']), reads_other_tables: false });
     await create(app, 'extras', 'captured for a row of other code');
     await create(app, 'posts', 'not captured');
-    expect(await outboxCount(app, 'extras')).toBe(1);
-    expect(await outboxCount(app, 'posts')).toBe(0);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(0);
     await db(CLIENTS_TABLE).where({ client_id: 'written-by-other-code' }).update({ subscriptions: JSON.stringify([`${POSTS_ID}/x`]) });
     await create(app, 'posts', 'now captured by id');
-    expect(await outboxCount(app, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
   });
 
   test('a capture trigger of older code (naming no collection id) is made again naming it; one in place is left alone', async () => {
@@ -136,7 +132,7 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
     await subscribe(app, sse.id, [`${POSTS_ID}/*`]);
     // By id, the older trigger cannot tell: nothing is captured.
     await create(app, 'posts', 'missed by the older trigger');
-    expect(await outboxCount(app, 'posts')).toBe(0);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(0);
     for (const statement of captureTriggerStatements([posts])) await db.raw(statement);
     expect((await triggers()).map((t) => t.args)).toEqual([`${POSTS_ID}\\000`, `${POSTS_ID}\\000`, `${POSTS_ID}\\000`]);
     // Run again, nothing is made again (CREATE TRIGGER would lock the table against writes).
@@ -145,7 +141,7 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
     for (const statement of captureTriggerStatements([posts])) await db.raw(statement);
     expect(await oids()).toBe(before);
     const id = await create(app, 'posts', 'captured');
-    expect(await outboxCount(app, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
     expect((await sse.next((e) => e.data?.includes(id) === true)).data).toContain('captured');
   });
 
@@ -154,24 +150,24 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
     const sse = await connect(app);
     await subscribe(app, sse.id, ['comments/*']);
     await create(app, 'extras', 'captured: a rule may read it');
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     await subscribe(app, sse.id, ['comments/*?options=' + encodeURIComponent(JSON.stringify({ query: { filter: "title != 'x'" } }))]);
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     await subscribe(app, sse.id, []);
     await create(app, 'extras', 'no longer');
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     // The view rule (`comments/{id}`) reads only the row: nothing more is captured. The list rule again: extras are.
     await subscribe(app, sse.id, ['comments/abc']);
     await create(app, 'extras', 'not for a view rule');
-    expect(await outboxCount(app, 'extras')).toBe(1);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     await subscribe(app, sse.id, ['comments/*']);
     await create(app, 'extras', 'again');
-    expect(await outboxCount(app, 'extras')).toBe(2);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(2);
     // A row of older code says nothing of what its rules read: it counts as reading other tables.
     await subscribe(app, sse.id, []);
     await app.database.db(CLIENTS_TABLE).insert({ client_id: 'older-code', instance_id: 'elsewhere', subscriptions: JSON.stringify([]) });
     await create(app, 'extras', 'for the older row');
-    expect(await outboxCount(app, 'extras')).toBe(3);
+    expect(await outboxCount(app.database.db, 'extras')).toBe(3);
   });
 
   if (engine === 'postgres') {
@@ -193,7 +189,7 @@ describe.each(testEngines())('realtime capture gate on %s', (engine) => {
         await early.commit();
         await posting;
         // It committed before the 204: it may or may not be sent; it was not captured.
-        expect(await outboxCount(app, 'posts')).toBe(0);
+        expect(await outboxCount(app.database.db, 'posts')).toBe(0);
 
         // Capture of posts is on (the first client holds it): another subscription answers at once.
         const held = await writer.transaction();

@@ -4,6 +4,7 @@ import type { Identity } from '../../lib/auth/identity.js';
 import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
 import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
 import { OPEN_RULES } from '../support/open-rules.js';
+import { outboxCount } from '../support/realtime-outbox.js';
 import { openSse, type SseConnection } from '../support/sse-reader.js';
 import { createMemoryLogger, startSiblingRouter, startTestApp, TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
 import { openTestDatabase, testEngines, testKnexLog } from '../support/test-database.js';
@@ -40,11 +41,6 @@ function collections(): CollectionDefinition[] {
 
 const options = () => ({ collections: collections(), auth: (token: string) => IDENTITIES[token] ?? null });
 
-async function outboxCount(app: TestApp, collection: string): Promise<number> {
-  const result: { rows: { n: number }[] } = await app.database.db.raw(`SELECT count(*)::int AS n FROM "${OUTBOX_TABLE}" WHERE "collection" = ?`, [collection]);
-  return result.rows[0]!.n;
-}
-
 describe.each(testEngines())('realtime registry and capture on %s', (engine) => {
   const open: SseConnection[] = [];
   let app: TestApp | undefined;
@@ -80,7 +76,7 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
       expect(JSON.parse(message.data!).record).toMatchObject({ id: created.body.id, title: 'through the realtime-off router' });
       // `extras` is declared by the realtime-off router only: it installed the capture triggers there too.
       expect((await off.http.post('/backend/api/collections/extras/records').send({ title: 'x' })).status).toBe(200);
-      expect(await outboxCount(app, 'extras')).toBe(1);
+      expect(await outboxCount(app.database.db, 'extras')).toBe(1);
     } finally {
       await off.close();
     }
@@ -92,24 +88,24 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
     // A subscriber to posts (of an instance that is not live itself: the gate asks for any live one).
     await db(CLIENTS_TABLE).insert({ client_id: 'subscriber', instance_id: 'elsewhere', subscriptions: JSON.stringify(['posts/*']) });
     await db.raw(`INSERT INTO "posts" ("id", "title", "created", "updated") VALUES ('live00000000001', 'while live', now(), now())`);
-    expect(await outboxCount(app, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
 
     await app.router.close();
     expect(((await db.raw(`SELECT count(*)::int AS n FROM "${INSTANCES_TABLE}"`)) as { rows: { n: number }[] }).rows[0]!.n).toBe(0);
     await db.raw(`INSERT INTO "posts" ("id", "title", "created", "updated") VALUES ('gone00000000001', 'nobody listens', now(), now())`);
     await db.raw(`UPDATE "posts" SET "title" = 'still nobody' WHERE "id" = 'live00000000001'`);
     await db.raw(`DELETE FROM "posts" WHERE "id" = 'live00000000001'`);
-    expect(await outboxCount(app, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
 
     // An instance that was killed: its row stays, expired.
     await db.raw(`INSERT INTO "${INSTANCES_TABLE}" ("instance_id", "heartbeat_at", "expires_at") VALUES ('killed', now() - interval '1 minute', now() - interval '45 seconds')`);
     await db.raw(`INSERT INTO "posts" ("id", "title", "created", "updated") VALUES ('dead00000000001', 'killed', now(), now())`);
-    expect(await outboxCount(app, 'posts')).toBe(1);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(1);
 
     // A running instance of older code writes no expires_at: its recent heartbeat counts.
     await db.raw(`INSERT INTO "${INSTANCES_TABLE}" ("instance_id", "heartbeat_at") VALUES ('older', now())`);
     await db.raw(`INSERT INTO "posts" ("id", "title", "created", "updated") VALUES ('old000000000001', 'older code', now(), now())`);
-    expect(await outboxCount(app, 'posts')).toBe(2);
+    expect(await outboxCount(app.database.db, 'posts')).toBe(2);
   });
 
   test('the registry keeps only id and superuser; a POST forwarded to the instance holding the stream carries the whole identity, 20 KB included', async () => {
@@ -203,7 +199,7 @@ describe.each(testEngines())('realtime registry and capture on %s', (engine) => 
         await early.commit();
         await waiting.ready;
         await waiting.router.close();
-        expect(await outboxCount(app, 'extras')).toBe(0);
+        expect(await outboxCount(app.database.db, 'extras')).toBe(0);
 
         // A transaction that never ends holds the start for at most the bound, with a warning.
         await writeEarly('stuck0000000001');
