@@ -3,8 +3,6 @@ import type { Identity } from '../auth/identity.js';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
 import {
   beatInstance,
-  listRunningTransactions,
-  listStillRunning,
   loadClientRow,
   notifyChannel,
   pruneOutboxBatch,
@@ -19,13 +17,11 @@ import {
 } from '../db/realtime-registry-sql.js';
 import { OUTBOX_PRUNE_LOCK_KEY } from '../db/shared-names.js';
 import { ForbiddenError, NotFoundError, TooManyRequestsError } from '../errors.js';
+import { TransactionWaiter } from './transaction-waiter.js';
 
 /** Outbox rows removed per prune transaction, and batches per prune round. */
 const PRUNE_BATCH_ROWS = 1_000;
 const PRUNE_MAX_BATCHES = 1_000;
-/** How often a wait for running transactions looks again: first after 2 ms, doubling up to 50 ms (most transactions are short). */
-const TRANSACTION_POLL_FIRST_MS = 2;
-const TRANSACTION_POLL_MAX_MS = 50;
 
 /** The part of an identity the registry stores. */
 export function storedIdentity(identity: Pick<Identity, 'id' | 'superuser'> | null): StoredIdentity | null {
@@ -57,6 +53,8 @@ export interface HeartbeatResult {
  */
 export class ClientRegistry {
   private readonly maxClientsPerIdentity: number;
+  /** Shared by every wait of this instance, so many waiting POSTs cost the database what one does. */
+  private readonly transactionWaiter: TransactionWaiter;
 
   constructor(
     private readonly db: Knex,
@@ -64,6 +62,7 @@ export class ClientRegistry {
     limits: { maxClientsPerIdentity?: number } = {},
   ) {
     this.maxClientsPerIdentity = limits.maxClientsPerIdentity ?? Number.POSITIVE_INFINITY;
+    this.transactionWaiter = new TransactionWaiter(db);
   }
 
   /**
@@ -79,19 +78,11 @@ export class ClientRegistry {
   /**
    * Waits until every transaction running in this database now (but this registry's own
    * statement) has ended, up to `timeoutMs`; false if some were still running then. One that has
-   * not written yet (and whose snapshot may already be taken) is waited for too.
+   * not written yet (and whose snapshot may already be taken) is waited for too. Every wait of this
+   * instance shares one TransactionWaiter: one listing per round for all who joined, one poll for all.
    */
   async waitForRunningTransactions(timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    let ids = await listRunningTransactions(this.db);
-    let pause = TRANSACTION_POLL_FIRST_MS;
-    while (ids.length > 0) {
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      pause = Math.min(pause * 2, TRANSACTION_POLL_MAX_MS);
-      ids = await listStillRunning(this.db, ids);
-    }
-    return true;
+    return this.transactionWaiter.wait(timeoutMs);
   }
 
   /**
