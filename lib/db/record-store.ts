@@ -61,6 +61,9 @@ class CollectionSql {
   readonly existingIds: string;
   /** A row into record values, as one object literal (lib/schema/object-shape.ts): rows are the hottest objects there are. */
   readonly readRow: (row: Record<string, unknown>) => RecordValues;
+  /** `"id", "cover", …`: the id and the file columns, what removing a deleted record's files reads. */
+  readonly returningFiles: string;
+  readonly readFiles: (row: Record<string, unknown>) => RecordValues;
   private readonly shapes = new Map<string, { sql: string; name?: string }>();
 
   constructor(readonly collection: CollectionSchema) {
@@ -72,6 +75,9 @@ class CollectionSql {
     this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
     this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
     this.readRow = compileObjectShape(collection.fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
+    const fileKeys = collection.fields.filter((field) => field.name === 'id' || field.type === 'file');
+    this.returningFiles = fileKeys.map((field) => q(field.column)).join(', ');
+    this.readFiles = compileObjectShape(fileKeys.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
   }
 
   /** A statement text of a shape keyed by `key`, made by `build` the first time; named while there are few shapes. */
@@ -320,15 +326,21 @@ export class RecordStore {
 
   /**
    * Deletes the record with `id` if it matches `where`, in one statement, and returns it as it
-   * was (undefined when nothing matched). The conditions are evaluated on the row the statement
-   * deletes, as on a row locked by selectById (a concurrent update is waited for, then checked).
+   * was (undefined when nothing matched): the whole record, or with `returning: 'files'` only its
+   * id and file fields (what removing its files reads; the rest is neither sent nor decoded). The
+   * conditions are evaluated on the row the statement deletes, as on a row locked by selectById (a
+   * concurrent update is waited for, then checked).
    */
-  async deleteById(options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[] }): Promise<RecordValues | undefined> {
+  async deleteById(options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[]; returning: 'record' | 'files' }): Promise<RecordValues | undefined> {
     const { collection } = options;
+    const statements = sqlOf(collection);
+    const files = options.returning === 'files';
     const bindings: unknown[] = [options.id];
-    const sql = `DELETE FROM ${q(collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')} RETURNING ${sqlOf(collection).returning}`;
-    const rows = await this.rows(collection, { sql, bindings });
-    return rows[0];
+    const sql = `DELETE FROM ${q(collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')} RETURNING ${files ? statements.returningFiles : statements.returning}`;
+    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return files ? statements.readFiles(row) : statements.readRow(row);
   }
 
   /** Deletes records by id; returns how many went. */

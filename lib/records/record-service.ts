@@ -343,7 +343,7 @@ export class ScopedRecordService {
    * join, a before-hook, or a collection whose relations point at this one (nothing to unlink or
    * cascade), it is one autocommit statement with the rule in it.
    */
-  async delete(collection: CollectionSchema, id: string): Promise<DeletedRecord[]> {
+  async delete(collection: CollectionSchema, id: string): Promise<void> {
     refuseViewWrite(collection);
     return guard(async () => {
       const where = this.rule(collection, 'delete');
@@ -351,17 +351,19 @@ export class ScopedRecordService {
       const { hooks, logger } = this.parts.options;
       if (this.context.unit === undefined && !hooks.has(collection, 'beforeDelete') && withoutViewReferences(this.parts.compiled.registry).backRelations(collection).length === 0) {
         const store = this.parts.storeOf(this.context);
-        const record = await store.deleteById({ collection, id, where });
+        // Without an afterDelete hook, only the removal of its files reads the deleted record.
+        const returning = hooks.has(collection, 'afterDelete') ? 'record' : 'files';
+        const record = await store.deleteById({ collection, id, where, returning });
         if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
         // An autocommit unit: the statement has committed; what follows a commit runs as after any unit's.
         const unit = new WriteUnit(store);
-        const deleted = this.afterDeleting(unit, [{ collection, record }]);
+        this.afterDeleting(unit, [{ collection, record }]);
         await unit.settle('committed', logger);
-        return deleted;
+        return;
       }
-      return this.parts.inUnit(this.context, async (unit) => {
+      await this.parts.inUnit(this.context, async (unit) => {
         const record = await findOrNotFound(unit.store, { collection, id, where, lock: true });
-        return this.deleteInUnit(unit, collection, [record]);
+        await this.deleteInUnit(unit, collection, [record]);
       });
     });
   }

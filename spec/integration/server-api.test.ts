@@ -57,10 +57,13 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
   const logger = createMemoryLogger();
   /** What the after-hooks saw, read through a separate connection: committed data only. */
   const afterSeen: string[] = [];
+  /** The records afterDelete was given, by id. */
+  const deletedRecords = new Map<string, Record<string, unknown>>();
   const hooks: RecordHooks = {
     '*': {
       afterDelete: async (e) => {
         afterSeen.push(`deleted ${e.collection.name}/${String(e.record.id)}`);
+        deletedRecords.set(String(e.record.id), { ...e.record });
       },
     },
     notes: {
@@ -324,6 +327,14 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
       afterSeen.length = 0;
       expect((await app.http.delete(api(`notes/records/${note.id}`)).set(ALICE)).status).toBe(204);
       expect(afterSeen.sort()).toEqual([`deleted notes/${note.id}`, `deleted replies/${reply.id}`].sort());
+    });
+
+    test('afterDelete gets the whole record as it was, also from a delete of one statement', async () => {
+      const note = await notes().create({ title: 'kept' }, { as: alice });
+      const reply = await app.router.api.collection('replies').create({ text: 'gone soon', note: note.id });
+      // Nothing points at replies, so this delete is one autocommit statement (statement-counts.test.ts).
+      expect((await app.http.delete(api(`replies/records/${reply.id}`)).set(ALICE)).status).toBe(204);
+      expect(deletedRecords.get(reply.id)).toEqual({ id: reply.id, text: 'gone soon', note: note.id, created: reply.created, updated: reply.updated });
     });
 
     test('a superuser bypasses rules but not hooks', async () => {
