@@ -136,7 +136,7 @@ const connectionTickets = new WeakMap<object, GateTicket>();
 
 /**
  * The context each held connection's statements run under: set when a unit of work acquires
- * the connection within a context (acquireWithin, a boundedKnex, transactionWithin), removed
+ * the connection within a context (acquireWithin, runTransaction, a boundedKnex), removed
  * when it goes back to the pool. A statement on a connection without one is not bounded.
  */
 const connectionContexts = new WeakMap<object, DatabaseContext>();
@@ -157,8 +157,8 @@ const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
  * Makes every statement that `db` runs on a connection acquired within a database context
  * (lib/db/database-context.ts) bounded by it: cancelled past `statementTimeoutMs` or once its
  * client has gone; and such an acquire refused when no connection is free within
- * `acquireTimeoutMs`. Work acquires within a context through `acquireWithin` (run-statement.ts),
- * `transactionWithin` or a `boundedKnex`. Statements on other connections (the schema sync, the
+ * `acquireTimeoutMs`. Work acquires within a context through `acquireWithin`, runTransaction
+ * (run-statement.ts) or a `boundedKnex`. Statements on other connections (the schema sync, the
  * sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex client;
  * it adds no round trip: a timer per statement, and a cancel only when one is due.
  *
@@ -276,21 +276,6 @@ export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseCont
   // Not the client's acquireConnection: a boundedKnex's would bound (and gate) the unit a second time under its own context.
   const unbounded = client[acquireUnbounded];
   return acquireBounded(client, context, () => (unbounded ? unbounded.call(client) : client.acquireConnection()));
-}
-
-/**
- * Runs `work` in a transaction whose every statement (BEGIN and COMMIT included) is bounded by
- * `context`: its connection is acquired within the context and handed to Knex, which then
- * neither acquires nor releases one itself. Inside a transaction, a savepoint of it.
- */
-export async function transactionWithin<T>(db: Knex | Knex.Transaction, context: DatabaseContext | undefined, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  if (context === undefined || (db as Knex.Transaction).isTransaction) return db.transaction(work);
-  const connection = await acquireWithin(db, context);
-  try {
-    return await db.transaction(work, { connection });
-  } finally {
-    await (db.client as unknown as BoundableClient).releaseConnection(connection);
-  }
 }
 
 /**

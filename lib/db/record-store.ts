@@ -4,8 +4,7 @@ import { compileObjectShape } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
-import { preparedName, runStatement, type Statement } from './run-statement.js';
-import { transactionWithin } from './bound-statements.js';
+import { preparedName, runStatement, runTransaction, type HeldConnection, type Statement, type StatementResult } from './run-statement.js';
 import type { DatabaseContext } from './database-context.js';
 
 /**
@@ -138,14 +137,16 @@ export interface RelationRequirement {
  * All record SQL. Conditions arrive as compiled fragments referring to RECORD_ALIAS; values only
  * ever travel as bindings. The text around them is assembled by hand (no query builder; the
  * fixed parts once per collection, CollectionSql) and sent through Knex's client
- * (run-statement.ts), so Knex stays the pool, the transactions and the statement bounds. A store
- * made inside `transaction()` runs every call in that transaction.
+ * (run-statement.ts), so Knex stays the pool and the statement bounds. A store made inside
+ * `transaction()` runs every call on that transaction's connection.
  */
 export class RecordStore {
   constructor(
     private readonly db: Knex | Knex.Transaction,
     /** What bounds every statement of this store (lib/db/bound-statements.ts); none: unbounded (start-up, the sweep). */
     readonly context?: DatabaseContext,
+    /** The connection of this store's own transaction (transaction()), which every statement then uses. */
+    private readonly held?: HeldConnection,
   ) {}
 
   /** This store for one unit of work: every statement bounded by `context`. */
@@ -153,13 +154,28 @@ export class RecordStore {
     return new RecordStore(this.db, context);
   }
 
-  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
+  /**
+   * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws.
+   * A bounded store's transaction is recordbase's own on one connection (runTransaction); without
+   * bounds (start-up, the sweep), or inside a host's Knex transaction (a migration's), it is
+   * Knex's (a savepoint there). Units join their transaction rather than open another, so a store
+   * of a transaction never opens one.
+   */
   transaction<T>(work: (store: RecordStore) => Promise<T>): Promise<T> {
-    return transactionWithin(this.db, this.context, (trx) => work(new RecordStore(trx, this.context)));
+    if (this.held !== undefined) throw new Error('recordbase: a store of a transaction cannot open another; join it instead');
+    const db = this.db;
+    if (this.context === undefined || (db as Knex.Transaction).isTransaction) return db.transaction((trx) => work(new RecordStore(trx, this.context)));
+    const context = this.context;
+    return runTransaction(db, context, (held) => work(new RecordStore(db, context, held)));
+  }
+
+  /** One statement on this store's connection: its transaction's, or one from the pool. */
+  private run(statement: Statement): Promise<StatementResult> {
+    return runStatement(this.db, statement, this.context, this.held);
   }
 
   private async rows(collection: CollectionSchema, statement: Statement): Promise<RecordValues[]> {
-    const { rows } = await runStatement(this.db, statement, this.context);
+    const { rows } = await this.run(statement);
     const read = sqlOf(collection).readRow;
     const out: RecordValues[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
@@ -184,7 +200,7 @@ export class RecordStore {
   async count(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<number> {
     const bindings: unknown[] = [];
     const sql = sqlOf(options.collection).countFrom + whereClause(options.where, bindings);
-    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const { rows } = await this.run({ sql, bindings });
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -222,7 +238,7 @@ export class RecordStore {
   /** The subset of `ids` that exist in the collection (relation checks). */
   async selectExistingIds(collection: CollectionSchema, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const { rows } = await runStatement(this.db, { sql: sqlOf(collection).existingIds, bindings: [[...ids]] }, this.context);
+    const { rows } = await this.run({ sql: sqlOf(collection).existingIds, bindings: [[...ids]] });
     return new Set(rows.map((r) => r.id as string));
   }
 
@@ -309,7 +325,7 @@ export class RecordStore {
     const statements = sqlOf(options.collection);
     const bindings: unknown[] = [options.id];
     const sql = `SELECT ${statements.selectList}, ${aliased('xmin')}::text AS "${VERSION_ALIAS}" FROM ${q(options.collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')}`;
-    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const { rows } = await this.run({ sql, bindings });
     const row = rows[0];
     return row === undefined ? undefined : { record: statements.readRow(row), version: String(row[VERSION_ALIAS]) };
   }
@@ -337,7 +353,7 @@ export class RecordStore {
     const files = options.returning === 'files';
     const bindings: unknown[] = [options.id];
     const sql = `DELETE FROM ${q(collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?${whereClause(options.where, bindings, ' AND ')} RETURNING ${files ? statements.returningFiles : statements.returning}`;
-    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const { rows } = await this.run({ sql, bindings });
     const row = rows[0];
     if (row === undefined) return undefined;
     return files ? statements.readFiles(row) : statements.readRow(row);
@@ -346,7 +362,7 @@ export class RecordStore {
   /** Deletes records by id; returns how many went. */
   async deleteByIds(collection: CollectionSchema, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    const result = await runStatement(this.db, { sql: `DELETE FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`, bindings: [[...ids]] }, this.context);
+    const result = await this.run({ sql: `DELETE FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`, bindings: [[...ids]] });
     return result.rowCount ?? 0;
   }
 
@@ -377,7 +393,7 @@ export class RecordStore {
       bindings.push(columnValue(field, value) ?? null);
     }
     const sql = `SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}${whereClause(options.where, bindings)}`;
-    const { rows } = await runStatement(this.db, { sql, bindings }, this.context);
+    const { rows } = await this.run({ sql, bindings });
     return rows.length > 0;
   }
 }

@@ -61,17 +61,59 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
  * back. The builder and runner are most of what Knex costs per statement; what recordbase sends
  * is plain text it assembled itself anyway.
  */
-export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext): Promise<StatementResult> {
+export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
   const client = db.client as unknown as StatementClient;
+  if (held !== undefined) return sendOn(client, held.connection, statement);
   const connection = await acquireWithin(db, context);
   try {
-    const types = recordTypes(connection);
-    const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
-    return (await client.query(connection, obj)).response;
+    return await sendOn(client, connection, statement);
   } finally {
     await client.releaseConnection(connection);
   }
 }
+
+async function sendOn(client: StatementClient, connection: unknown, statement: Statement): Promise<StatementResult> {
+  const types = recordTypes(connection);
+  const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
+  return (await client.query(connection, obj)).response;
+}
+
+/** The connection a transaction of runTransaction holds from its BEGIN to its COMMIT or ROLLBACK. */
+export interface HeldConnection {
+  readonly connection: unknown;
+}
+
+/**
+ * Runs `work` in a transaction on one connection acquired within `context`, so that its BEGIN,
+ * every statement of `work` (runStatement with the held connection) and its COMMIT are bounded by
+ * it: COMMIT when `work` resolves; ROLLBACK when it throws, then its error (or the ROLLBACK's,
+ * when that fails, as Knex's transaction reports); then the connection goes back. The same
+ * statements as Knex's transaction sends, without the Knex instance it builds per transaction
+ * (makeKnex, about 30-60 µs a transaction): recordbase's statements need only the connection.
+ */
+export async function runTransaction<T>(db: Knex, context: DatabaseContext, work: (held: HeldConnection) => Promise<T>): Promise<T> {
+  const client = db.client as unknown as StatementClient;
+  const held: HeldConnection = { connection: await acquireWithin(db, context) };
+  try {
+    await sendOn(client, held.connection, BEGIN);
+    let result: T;
+    try {
+      result = await work(held);
+    } catch (err) {
+      await sendOn(client, held.connection, ROLLBACK);
+      throw err;
+    }
+    await sendOn(client, held.connection, COMMIT);
+    return result;
+  } finally {
+    await client.releaseConnection(held.connection);
+  }
+}
+
+/** Knex's own texts, so logs and statement counts read as before. */
+const BEGIN: Statement = { sql: 'BEGIN;', bindings: [] };
+const COMMIT: Statement = { sql: 'COMMIT;', bindings: [] };
+const ROLLBACK: Statement = { sql: 'ROLLBACK', bindings: [] };
 
 /**
  * The prepared-statement name of a fixed SQL text: derived from the text, so two texts never
