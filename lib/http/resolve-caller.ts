@@ -4,7 +4,7 @@ import { extractToken, type TokenSources } from '../auth/extract-token.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Caller } from '../records/caller.js';
 import type { Logger } from '../logger.js';
-import { readRuleHeaders } from '../query/request-headers.js';
+import { lazyRuleHeaders } from '../query/request-headers.js';
 import { readQueryParam } from './parse-list-query.js';
 import { noteCaller } from './request-log.js';
 
@@ -36,7 +36,7 @@ export function describeRequest(req: Request, auth: Identity | null): Caller {
     request: {
       auth,
       query: flattenQuery(req.query),
-      headers: readRuleHeaders(req.headersDistinct),
+      headers: lazyRuleHeaders(() => req.headersDistinct),
       body: {},
       method: req.method.toUpperCase(),
       context: 'default',

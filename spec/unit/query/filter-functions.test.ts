@@ -3,7 +3,7 @@ import { compileFilter, compileCostedFilter } from '../../../lib/query/compile-f
 import { parseFilter } from '../../../lib/query/filter-parser.js';
 import { tokenizeFilter } from '../../../lib/query/filter-lexer.js';
 import { isStaticFilter } from '../../../lib/records/access-rules.js';
-import { normalizeHeaderName, readRuleHeaders } from '../../../lib/query/request-headers.js';
+import { lazyRuleHeaders, normalizeHeaderName, readRuleHeaders } from '../../../lib/query/request-headers.js';
 import { alice, errorOf, guest, posts, postsContext } from './query-test-schema.js';
 
 /**
@@ -282,5 +282,30 @@ describe('header names (PocketBase: inflector.Snakecase)', () => {
     const headers = readRuleHeaders({ 'x-token': ['one', 'two'], x_token: ['forged'], 'x--token': ['forged'], 'x.token': ['forged'], authorization: ['Bearer t'], empty: [] });
     expect({ ...headers }).toEqual({ x_token: 'one', authorization: 'Bearer t' });
     expect(Object.getPrototypeOf(headers)).toBeNull();
+  });
+
+  test('read lazily: nothing is read until something looks, then once, and it reads as the plain object', () => {
+    let reads = 0;
+    const headers = lazyRuleHeaders(() => {
+      reads++;
+      return { 'x-token': ['one', 'two'], 'x.token': ['forged'], authorization: ['Bearer t'] };
+    });
+    const copied = { auth: null, headers };
+    expect(reads).toBe(0);
+    expect(Object.hasOwn(copied.headers, 'x_token')).toBe(true);
+    expect(reads).toBe(1);
+    expect(headers.x_token).toBe('one');
+    expect(Object.hasOwn(headers, 'x.token')).toBe(false);
+    expect(headers['x.token']).toBeUndefined();
+    expect('authorization' in headers).toBe(true);
+    expect(Object.keys(headers).sort()).toEqual(['authorization', 'x_token']);
+    expect({ ...headers }).toEqual({ x_token: 'one', authorization: 'Bearer t' });
+    expect(JSON.parse(JSON.stringify(headers))).toEqual({ x_token: 'one', authorization: 'Bearer t' });
+    expect(() => {
+      'use strict';
+      (headers as Record<string, string>).x_token = 'forged';
+    }).toThrow(TypeError);
+    expect(headers.x_token).toBe('one');
+    expect(reads).toBe(1);
   });
 });
