@@ -201,6 +201,23 @@ function indexByParent(related: readonly ExpandNode[], field: string): Map<strin
   return byParent;
 }
 
+/** Related records by id (a loop: a Map built from pairs cost as much again). */
+function indexById(related: readonly ExpandNode[]): Map<string, ExpandNode> {
+  const byId = new Map<string, ExpandNode>();
+  for (const node of related) byId.set(String(node.values.id), node);
+  return byId;
+}
+
+/** The nodes of `ids` that were read, in the ids' order (a loop: `flatMap` cost several times as much, a third of a 30-row page's expansion). */
+function foundNodes(ids: readonly string[], byId: ReadonlyMap<string, ExpandNode>): ExpandNode[] {
+  const found: ExpandNode[] = [];
+  for (const id of ids) {
+    const node = byId.get(id);
+    if (node !== undefined) found.push(node);
+  }
+  return found;
+}
+
 /**
  * Rows read per query. A level is read in chunks so that no single step (the driver's rows,
  * turning them into records) holds the event loop for long, and so that reading stops as soon
@@ -222,7 +239,9 @@ async function readRelated(
   const cap = run.budget.recordsLeft + 1;
   const rows: RecordValues[] = [];
   if (relation.kind === 'field') {
-    const ids = [...new Set(items.flatMap((item) => idsOf(item.values[relation.field.name])))];
+    const distinct = new Set<string>();
+    for (const item of items) for (const id of idsOf(item.values[relation.field.name])) distinct.add(id);
+    const ids = [...distinct];
     for (let start = 0; start < ids.length && rows.length < cap; start += READ_CHUNK) {
       const chunk = await run.store.selectByIds({ collection: target, ids: ids.slice(start, start + READ_CHUNK), where, limit: cap - rows.length });
       rows.push(...chunk);
@@ -256,15 +275,13 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const rows = await readRelated(run, { relation, target, items, where });
     if (rows.length === 0) continue;
     const related: ExpandNode[] = rows.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }), copies: 0 }));
-    const byId = relation.kind === 'field' ? new Map(related.map((node) => [String(node.values.id), node])) : undefined;
+    const byId = relation.kind === 'field' ? indexById(related) : undefined;
     const byParent = relation.kind === 'back' ? indexByParent(related, relation.field.name) : undefined;
     const asArray = relation.kind === 'back' || relation.field.multiple;
     const entryBytes = jsonBytes(name) + 1; // "name":
     let bytes = 0;
     for (const item of items) {
-      const found = byId
-        ? idsOf(item.values[relation.field.name]).flatMap((id) => byId.get(id) ?? [])
-        : (byParent!.get(String(item.values.id)) ?? []);
+      const found = byId ? foundNodes(idsOf(item.values[relation.field.name]), byId) : (byParent!.get(String(item.values.id)) ?? []);
       if (found.length === 0) continue;
       const shown = asArray ? found : found.slice(0, 1);
       const first = attach(item, name, asArray ? shown.map((node) => node.out) : shown[0]!.out);
