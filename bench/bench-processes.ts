@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { LoadReply, LoadRequest, LoadSummary } from './load.js';
 // The module alone, not the package's index: the baseline's process loads nothing else of recordbase.
 import { createAppServer, type PrototypedApp } from '../lib/http/create-app-server.js';
-import { readCpuSeconds } from './machine.js';
+import { databaseCpuSecondsBetween, readCpuSeconds, readDatabaseCpuSeconds } from './machine.js';
 import type { LoadSpec } from './scenarios.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -119,6 +119,8 @@ export interface Measurement extends LoadSummary {
   cpuMsPerRequest: number;
   /** The kernel's share of it (syscalls: sockets, files). */
   systemMsPerRequest: number;
+  /** The Postgres server processes' CPU per request over the same time (0 on the embedded engine, which runs inside the server). */
+  databaseMsPerRequest: number;
   /** Answers of the warm-up that were not 2xx (the measured window's are `non2xx`). */
   warmupNon2xx: number;
 }
@@ -136,6 +138,7 @@ export interface LoadSettings {
 export async function measureLoad(options: { server: ServerProcess; spec: LoadSpec; load: LoadSettings }): Promise<Measurement> {
   const { server, spec, load } = options;
   const cpuBefore = readCpuSeconds(server.pid);
+  const databaseBefore = readDatabaseCpuSeconds();
   const child = forkBenchScript('load.js', {});
   const reply = waitForMessage<LoadReply>(child, 'result', (load.warmupSeconds + load.durationSeconds) * 1000 + 120_000);
   child.send({
@@ -149,8 +152,15 @@ export async function measureLoad(options: { server: ServerProcess; spec: LoadSp
   } satisfies LoadRequest);
   const { warmup, measured } = await reply;
   const cpuAfter = readCpuSeconds(server.pid);
+  const databaseSeconds = databaseCpuSecondsBetween(databaseBefore, readDatabaseCpuSeconds());
   const requests = warmup.total + measured.total;
   const user = cpuAfter.user - cpuBefore.user;
   const system = cpuAfter.system - cpuBefore.system;
-  return { ...measured, cpuMsPerRequest: ((user + system) * 1000) / requests, systemMsPerRequest: (system * 1000) / requests, warmupNon2xx: warmup.non2xx };
+  return {
+    ...measured,
+    cpuMsPerRequest: ((user + system) * 1000) / requests,
+    systemMsPerRequest: (system * 1000) / requests,
+    databaseMsPerRequest: (databaseSeconds * 1000) / requests,
+    warmupNon2xx: warmup.non2xx,
+  };
 }

@@ -53,6 +53,33 @@ export function resetPeakMemory(pid: number): boolean {
   }
 }
 
+/**
+ * CPU seconds each Postgres server process on this machine has used so far (every process named
+ * `postgres`: the backends of both servers' pools, and the server's own workers), by pid. The
+ * difference of two readings (databaseCpuSecondsBetween) is what the database did meanwhile.
+ */
+export function readDatabaseCpuSeconds(): Map<number, number> {
+  const byPid = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const { user, system } = readCpuSeconds(Number(entry));
+      byPid.set(Number(entry), user + system);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return byPid;
+}
+
+/** Postgres CPU seconds between two readings: a process that started meanwhile counts whole; one that ended is lost. */
+export function databaseCpuSecondsBetween(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let seconds = 0;
+  for (const [pid, now] of after) seconds += now - (before.get(pid) ?? 0);
+  return seconds;
+}
+
 /** CPU seconds a process has used so far (user and system), from /proc/<pid>/stat (clock ticks of 1/100 s). */
 export function readCpuSeconds(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

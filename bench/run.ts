@@ -287,13 +287,13 @@ function flag(summary: LoadSummary): string {
 }
 
 function printTable(rows: Row[], statements: Map<ScenarioKey, string[]>, names: [string, string]): void {
-  console.log(`\n| # | scenario | SQL per request (${names[0]}) | ${names[0]} req/s | p50 ms | p99 ms | CPU ms/req | ${names[1]} req/s | p50 ms | p99 ms | CPU ms/req | ratio |`);
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log(`\n| # | scenario | SQL per request (${names[0]}) | ${names[0]} req/s | p50 ms | p99 ms | CPU ms/req | ${names[1]} req/s | p50 ms | p99 ms | CPU ms/req | ratio | Postgres CPU ms/req, ${names[0]} / ${names[1]} |`);
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const { scenario, recordbase: a, baseline: b } of rows) {
     const sql = statements.get(scenario.key);
     console.log(
       `| ${scenario.number} | ${scenario.label} | ${sql ? `${sql.length}: ${sql.join(', ')}` : '-'} | ${fmt(a.requestsPerSecond)}${flag(a)} | ${fmt(a.p50)} | ${fmt(a.p99)} | ${fmt(a.cpuMsPerRequest, 2)} | ` +
-        `${fmt(b.requestsPerSecond)}${flag(b)} | ${fmt(b.p50)} | ${fmt(b.p99)} | ${fmt(b.cpuMsPerRequest, 2)} | ${fmt(a.requestsPerSecond / b.requestsPerSecond, 2)} |`,
+        `${fmt(b.requestsPerSecond)}${flag(b)} | ${fmt(b.p50)} | ${fmt(b.p99)} | ${fmt(b.cpuMsPerRequest, 2)} | ${fmt(a.requestsPerSecond / b.requestsPerSecond, 2)} | ${fmt(a.databaseMsPerRequest, 2)} / ${fmt(b.databaseMsPerRequest, 2)} |`,
     );
   }
 }
@@ -440,7 +440,7 @@ async function measureScenarios(options: {
         }
         console.log(
           `  ${scenario.number} ${scenario.key.padEnd(10)} ${server.name.padEnd(10)} ${fmt(r.requestsPerSecond).padStart(6)} req/s  p50 ${fmt(r.p50)} ms  p99 ${fmt(r.p99)} ms  ` +
-            `server CPU ${fmt(r.cpuMsPerRequest, 2)} ms/req (sys ${fmt(r.systemMsPerRequest, 2)})  (${r.total} requests${flag(r)})${jest > 0 ? `  [jest running: ${jest}]` : ''}  load ${describeLoad()}`,
+            `server CPU ${fmt(r.cpuMsPerRequest, 2)} ms/req (sys ${fmt(r.systemMsPerRequest, 2)})  Postgres CPU ${fmt(r.databaseMsPerRequest, 2)} ms/req  (${r.total} requests${flag(r)})${jest > 0 ? `  [jest running: ${jest}]` : ''}  load ${describeLoad()}`,
         );
       }
     }
