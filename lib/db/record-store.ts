@@ -68,15 +68,15 @@ class CollectionSql {
   constructor(readonly collection: CollectionSchema) {
     const table = `${q(collection.table)} AS ${q(RECORD_ALIAS)}`;
     this.selectList = collection.fields.map((field) => aliased(field.column)).join(', ');
-    this.returning = collection.fields.map((field) => q(field.column)).join(', ');
+    this.returning = columnList(collection.fields);
     this.selectFrom = `SELECT ${this.selectList} FROM ${table}`;
     this.countFrom = `SELECT count(*)::int AS n FROM ${table}`;
     this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
     this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
-    this.readRow = compileObjectShape(collection.fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
+    this.readRow = rowReader(collection.fields);
     const fileKeys = collection.fields.filter((field) => field.name === 'id' || field.type === 'file');
-    this.returningFiles = fileKeys.map((field) => q(field.column)).join(', ');
-    this.readFiles = compileObjectShape(fileKeys.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
+    this.returningFiles = columnList(fileKeys);
+    this.readFiles = rowReader(fileKeys);
   }
 
   /** A statement text of a shape keyed by `key`, made by `build` the first time; named while there are few shapes. */
@@ -89,6 +89,16 @@ class CollectionSql {
     }
     return found;
   }
+}
+
+/** `"id", "title", …`: the quoted columns of `fields`. */
+function columnList(fields: readonly FieldSchema[]): string {
+  return fields.map((field) => q(field.column)).join(', ');
+}
+
+/** The reader of rows holding the columns of `fields` into their record values, as one object literal. */
+function rowReader(fields: readonly FieldSchema[]): (row: Record<string, unknown>) => RecordValues {
+  return compileObjectShape(fields.map((field) => ({ key: field.name, from: field.column, via: field.storage })), READ_STORAGE);
 }
 
 const sqlOf = memoizePerObject((collection: CollectionSchema) => new CollectionSql(collection));

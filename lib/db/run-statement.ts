@@ -59,7 +59,8 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
  * bounded by it (bound-statements.ts), `client.query` (which positions the bindings, emits
  * Knex's `query` event and goes through `_query`, where the bounds apply), then the connection
  * back. The builder and runner are most of what Knex costs per statement; what recordbase sends
- * is plain text it assembled itself anyway.
+ * is plain text it assembled itself anyway. With `held` (runTransaction's), on that connection,
+ * which stays held.
  */
 export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
   const client = db.client as unknown as StatementClient;
