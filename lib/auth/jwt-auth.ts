@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { AuthFunction, Identity } from './identity.js';
-import { checkJwksUrl, type JwksCacheOptions, jwksCacheSettings } from './jwks-url.js';
+import { checkJwksUrl, type JwksCacheOptions, resolveJwksSettings } from './jwks-url.js';
 
 /** Turns the verified claims of a token into the caller's identity, or `null` for a guest. */
 export type ClaimsMapper = (claims: JWTPayload) => Identity | null;
@@ -16,6 +16,8 @@ export interface SuperuserClaim {
 interface CommonOptions extends SuperuserClaim {
   /** Seconds of clock skew allowed on `exp`, `nbf` and `iat`; default 5, at most 300. */
   clockTolerance?: number;
+  /** Whether a token must carry `exp`; default `true`. `false` accepts tokens that never expire. */
+  requireExp?: boolean;
 }
 
 /** Tokens signed with a shared secret (HS256): the host's own sign-in, Supabase's legacy JWT secret. */
@@ -77,6 +79,12 @@ function checkClockTolerance(value: number | undefined): number {
   return value;
 }
 
+function checkRequireExp(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') throw new TypeError('jwtAuth: requireExp must be true or false');
+  return value;
+}
+
 function secretKey(secret: unknown): Uint8Array {
   const key = typeof secret === 'string' ? new TextEncoder().encode(secret) : secret;
   if (!(key instanceof Uint8Array) || key.byteLength < MIN_SECRET_BYTES) {
@@ -108,8 +116,9 @@ function defaultMapper(options: SuperuserClaim): ClaimsMapper {
 
 /**
  * An `auth` option that accepts JSON Web Tokens: HS256 with `{ secret }`, or RS256/ES256 with
- * `{ jwksUrl, issuer, audience }` (the key set is cached, and fetched again for an unknown key id
- * at most once per cooldown). A token that fails verification makes the caller a guest. `map`
+ * `{ jwksUrl, issuer, audience }` (the key set is read up to `jwks.maxBytes`, cached, and fetched
+ * again for an unknown key id at most once per cooldown). A token that fails verification, has no
+ * `exp` (unless `requireExp: false`) or was issued in the future makes the caller a guest. `map`
  * replaces the default mapping of claims to an identity (docs/auth.md).
  */
 export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFunction {
@@ -117,13 +126,16 @@ export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFuncti
   if (map !== undefined && typeof map !== 'function') throw new TypeError('jwtAuth: map must be a function');
   const usesSecret = 'secret' in options;
   if (usesSecret === 'jwksUrl' in options) throw new TypeError('jwtAuth: pass either secret or jwksUrl, not both');
+  const clockTolerance = checkClockTolerance(options.clockTolerance);
   const verifyOptions: JWTVerifyOptions = {
     algorithms: usesSecret ? SECRET_ALGORITHMS : JWKS_ALGORITHMS,
-    clockTolerance: checkClockTolerance(options.clockTolerance),
+    clockTolerance,
   };
+  if (checkRequireExp(options.requireExp)) verifyOptions.requiredClaims = ['exp'];
   if (options.issuer !== undefined) verifyOptions.issuer = options.issuer;
   if (options.audience !== undefined && options.audience !== null) verifyOptions.audience = options.audience;
-  const toIdentity = map ?? defaultMapper(options);
+  const mapClaims = map ?? defaultMapper(options);
+  const toIdentity: ClaimsMapper = (claims) => (isIssuedInFuture(claims, clockTolerance) ? null : mapClaims(claims));
 
   if (usesSecret) {
     const key = secretKey(options.secret);
@@ -135,8 +147,17 @@ export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFuncti
   if (options.audience === undefined) {
     throw new TypeError('jwtAuth: audience is required with jwksUrl (null only for a provider whose tokens carry none)');
   }
-  const keySet = createRemoteJWKSet(checkJwksUrl(options.jwksUrl), jwksCacheSettings(options.jwks));
+  const keySet = createRemoteJWKSet(checkJwksUrl(options.jwksUrl), resolveJwksSettings(options.jwks));
   return (token) => verify(() => jwtVerify(token, keySet, verifyOptions), toIdentity);
+}
+
+/**
+ * jose checks `iat` only with a maximum token age, which we do not impose. A token issued later
+ * than now (beyond the tolerance) comes from a wrong clock or was minted ahead to be used later;
+ * either way a `map` or a rule reading `iat` would trust a date that has not happened.
+ */
+function isIssuedInFuture(claims: JWTPayload, clockTolerance: number): boolean {
+  return typeof claims.iat === 'number' && claims.iat > Math.floor(Date.now() / 1000) + clockTolerance;
 }
 
 async function verify(run: () => Promise<{ payload: JWTPayload }>, toIdentity: ClaimsMapper): Promise<Identity | null> {
