@@ -160,8 +160,8 @@ interface ExprSide {
   readonly each: boolean;
   readonly pos: number;
   readonly label: string;
-  /** A function call: counts one more towards the filter's cost. */
-  readonly call?: boolean;
+  /** A function call: its arguments, each of which counts one more towards the filter's cost. */
+  readonly callArguments?: number;
   /** A call reading no record value (`strftime('%Y')`, of `@request` values only); any other expression reads one. */
   readonly readsRecord?: boolean;
   /** A call with a guest's `@request.auth.*` among its arguments (see compileComparison). */
@@ -178,7 +178,7 @@ class FilterCompiler {
   private readonly trusted: boolean;
   private readonly mainAlias: string;
   /**
-   * The filter's cost so far: one per comparison, plus one per function call and per multi-valued
+   * The filter's cost so far: one per comparison, plus one per argument of a function call and per multi-valued
    * relation hop or back-relation it goes through, against the same limit as comparisons alone
    * (MAX_FILTER_COMPARISONS).
    */
@@ -277,13 +277,13 @@ class FilterCompiler {
 
   /** Adds a comparison's cost (see `cost`) and refuses a filter that goes over the limit. */
   private charge(node: ComparisonNode, sides: readonly Side[]): void {
-    const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length + (side.call ? 1 : 0) : 0), 0);
+    const hops = sides.reduce((n, side) => n + (side.kind === 'expr' ? side.sources.filter((s) => s.kind === 'multi').length + (side.callArguments ?? 0) : 0), 0);
     this.cost += 1 + hops;
     const limits = this.ctx.limits;
     const maxCost = limits?.maxCost ?? MAX_FILTER_COMPARISONS;
     if (this.cost > maxCost) {
       throw createFilterError(
-        `too complex${limits ? ` for ${limits.what}` : ''}: each comparison counts 1, and each function call and each multi-valued relation or back-relation it goes through 1 more, at most ${maxCost} in all`,
+        `too complex${limits ? ` for ${limits.what}` : ''}: each comparison counts 1, and each argument of a function call and each multi-valued relation or back-relation it goes through 1 more, at most ${maxCost} in all`,
         node.pos,
       );
     }
@@ -502,7 +502,7 @@ class FilterCompiler {
       each: false,
       pos: call.pos,
       label: `${call.name}(...)`,
-      call: true,
+      callArguments: Math.max(1, call.args.length),
       readsRecord: sides.some(readsRecord),
       guestAuth: sides.some(isGuestAuth),
       anyOfSources: call.name === 'geoDistance',

@@ -19,6 +19,7 @@ import {
   timeOfDateColumn,
   timeOfNumberColumn,
   timeOfTextColumn,
+  oneRowTable,
   withValue,
   type NextAlias,
   type TimeSql,
@@ -155,7 +156,7 @@ function compileGeoDistance(args: readonly FunctionArgumentSide[], context: Func
   const distance = sql`CASE WHEN ${known} THEN 2 * ${rawSql(String(EARTH_RADIUS_KM))} * asin(sqrt(LEAST(1, GREATEST(0, ${h})))) END`;
   const finite = (n: SqlFragment) => withValue(n, context.nextAlias, (v) => sql`CASE WHEN ${v} BETWEEN ${rawSql(`-${MAX_COORDINATE}`)} AND ${rawSql(String(MAX_COORDINATE))} THEN ${v} END`);
   const [x1, y1, x2, y2] = numbers.map(finite) as [SqlFragment, SqlFragment, SqlFragment, SqlFragment];
-  return sql`(SELECT ${distance} FROM (SELECT ${x1} AS "x1", ${y1} AS "y1", ${x2} AS "x2", ${y2} AS "y2") AS ${rawSql(alias)})`;
+  return sql`(SELECT ${distance} FROM ${oneRowTable(sql`${x1} AS "x1", ${y1} AS "y1", ${x2} AS "x2", ${y2} AS "y2"`, alias)})`;
 }
 
 /** One geoDistance argument as a double precision expression. */

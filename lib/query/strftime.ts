@@ -15,6 +15,7 @@ import {
   JULIAN_EPOCH_MS,
   MAX_TIME_MS,
   MIN_TIME_MS,
+  oneRowTable,
   unixSecondsSql,
   withValue,
   type NextAlias,
@@ -92,7 +93,7 @@ function applyStep(step: Step, ms: SqlFragment, nextAlias: NextAlias): SqlFragme
         const alias = `"${nextAlias()}"`;
         const [year, month] = [rawSql(`${alias}."y"`), rawSql(`${alias}."mo"`)];
         const total = sql`CAST(extract(year FROM ${t}) AS integer) * 12 + CAST(extract(month FROM ${t}) AS integer) - 1 + CAST(${bindValue(step.months, 'double precision')} AS integer)`;
-        const target = sql`SELECT CAST(floor(("total") / 12.0) AS integer) AS "y", "total" - 12 * CAST(floor(("total") / 12.0) AS integer) + 1 AS "mo" FROM (SELECT ${total} AS "total") AS "months"`;
+        const target = sql`SELECT CAST(floor(("total") / 12.0) AS integer) AS "y", "total" - 12 * CAST(floor(("total") / 12.0) AS integer) + 1 AS "mo" FROM ${oneRowTable(sql`${total} AS "total"`, '"months"')} OFFSET 0`;
         // The first of the target month plus the days and time into the month: 01-31 plus one month
         // is 02-31, which runs on into March, as SQLite computes it.
         const firstOfMonth = sql`CAST(make_date(LEAST(GREATEST(${year}, 1), 9999), ${month}, 1) - DATE '1970-01-01' AS double precision) * ${rawSql(String(DAY_MS))}`;
@@ -123,7 +124,7 @@ function withInstant(ms: SqlFragment, nextAlias: NextAlias, body: (v: SqlFragmen
   return withValue(ms, nextAlias, (value) => {
     const alias = `"${nextAlias()}"`;
     const [v, t] = [rawSql(`${alias}."v"`), rawSql(`${alias}."t"`)];
-    return sql`(SELECT ${body(v, t)} FROM (SELECT ${value} AS "v", ${toTimestamp(value)} AS "t") AS ${rawSql(alias)})`;
+    return sql`(SELECT ${body(v, t)} FROM ${oneRowTable(sql`${value} AS "v", ${toTimestamp(value)} AS "t"`, alias)})`;
   });
 }
 

@@ -90,7 +90,19 @@ export type NextAlias = () => string;
 export function withValue(value: SqlFragment, nextAlias: NextAlias, body: (ref: SqlFragment) => SqlFragment): SqlFragment {
   if (/^(?:"[A-Za-z0-9_]+"\.)?"[A-Za-z0-9_]+"$|^\?::[a-z ]+$/.test(value.sql)) return body(value);
   const alias = `"${nextAlias()}"`;
-  return sql`(SELECT ${body(rawSql(`${alias}."v"`))} FROM (SELECT ${value} AS "v") AS ${rawSql(alias)})`;
+  return sql`(SELECT ${body(rawSql(`${alias}."v"`))} FROM ${oneRowTable(sql`${value} AS "v"`, alias)})`;
+}
+
+/**
+ * A derived table of one row that names values once: `(SELECT <columns> OFFSET 0) AS <alias>`.
+ * `OFFSET 0` keeps Postgres from pulling the subquery up into the query that reads it. Pulled up,
+ * every reference to one of its columns is replaced by the column's whole expression, so steps
+ * nested n deep that each read their input several times would plan in time exponential in n, and
+ * a backend that is planning hardly ever looks at a cancel or a statement timeout. With the
+ * fence, the SQL and its planning grow linearly with the steps.
+ */
+export function oneRowTable(columns: SqlFragment, alias: string): SqlFragment {
+  return sql`(SELECT ${columns} OFFSET 0) AS ${rawSql(alias)}`;
 }
 
 /** A time value known at compile time, bound. `now` may be a DeferredValue (lib/query/deferred-value.ts). */
@@ -125,8 +137,8 @@ export function timeOfTextColumn(column: SqlFragment, options: { nextAlias: Next
   const isDateOrTime = sql`${part(2)} IS NOT NULL OR ${part(5)} IS NOT NULL`;
   const dated = sql`CASE WHEN ${part(1)} = '-' OR ${int(2, 2000)} < 1 THEN NULL ELSE ${fromParts} END`;
   const read = sql`CASE WHEN lower(${x}) = 'now' THEN ${options.now} WHEN ${isDateOrTime} THEN ${dated} ELSE ${withValue(raw, options.nextAlias, julianDaySql)} END`;
-  const parsed = sql`SELECT ${column} AS "x", regexp_match(${column}, ${bindValue(TIME_VALUE_SQL_PATTERN, 'text')}) AS "p"`;
-  return { ms: sql`(SELECT ${read} FROM (${parsed}) AS ${rawSql(alias)})`, raw };
+  const parsed = sql`${column} AS "x", regexp_match(${column}, ${bindValue(TIME_VALUE_SQL_PATTERN, 'text')}) AS "p"`;
+  return { ms: sql`(SELECT ${read} FROM ${oneRowTable(parsed, alias)})`, raw };
 }
 
 /** SQL: a number read as a Julian day, in milliseconds (NULL outside SQLite's Julian days). */
