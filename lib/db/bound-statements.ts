@@ -1,53 +1,9 @@
 import type { Knex } from 'knex';
-import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
 import type { DatabaseContext } from './database-context.js';
 import { directPostgresSender } from './send-to-postgres.js';
-import { FairGate, type GateRefusal, type GateTicket } from './fair-gate.js';
-
-/** Why a statement did not run to its end (see `StatementInterruptedError`). */
-export type InterruptionReason = 'timeout' | 'aborted' | 'unresponsive' | 'busy' | 'queue_full';
-
-/**
- * A statement that recordbase stopped, or never started: over the statement timeout (`timeout`),
- * abandoned by its client (`aborted`), sent to a database that did not even answer the cancel
- * (`unresponsive`), never given a connection within the acquire timeout (`busy`), or refused
- * because too many units of its client, or of all clients, already wait for one (`queue_full`,
- * a QueueFullError). translateDatabaseError turns it into the client's error.
- */
-export class StatementInterruptedError extends Error {
-  constructor(
-    readonly reason: InterruptionReason,
-    /** The limit that was reached, in milliseconds (for `timeout` and `busy`). */
-    readonly limitMs?: number,
-    /**
-     * Whether the statement reached the database. One refused before it was sent (its client
-     * had already gone, or no connection came) changed nothing; one stopped while it ran may
-     * have been committed (a cancel that came too late, an engine that cannot stop it).
-     */
-    readonly sent = true,
-  ) {
-    super(`statement ${reason}${limitMs === undefined ? '' : ` (${limitMs} ms)`}`);
-    this.name = 'StatementInterruptedError';
-  }
-}
-
-/**
- * A unit of work refused at the fair gate without waiting: its client already has
- * `maxWaitingPerClient` units waiting for a connection, or all clients together MAX_WAITING.
- */
-export class QueueFullError extends StatementInterruptedError {
-  /** What the client is told (kept apart from `message`, which Knex may prefix with a statement). */
-  readonly clientMessage: string;
-
-  constructor(readonly refusal: GateRefusal) {
-    super('queue_full', undefined, false);
-    this.name = 'QueueFullError';
-    this.clientMessage =
-      refusal.refused === 'client'
-        ? `The database is busy: ${refusal.limit} requests from this client already wait for a connection (limits.maxWaitingPerClient). Try again later.`
-        : `The database is busy: ${refusal.limit} requests already wait for a connection. Try again later.`;
-  }
-}
+import { FairGate, type GateTicket } from './fair-gate.js';
+import { CANCEL_GRACE_MS, cancelRunning, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, type StoppableClient } from './stop-statement.js';
+import { QueueFullError, StatementInterruptedError, type InterruptionReason } from './statement-interrupted-error.js';
 
 /** Statement timeout of the embedded engine on disk when `limits.statementTimeoutMs` is not given (see defaultStatementTimeoutMs). */
 export const EMBEDDED_STATEMENT_TIMEOUT_MS = 250;
@@ -87,32 +43,16 @@ export interface FairnessLimits {
  */
 export const ABANDONED_STATEMENT_GRACE_MS = 500;
 
-/**
- * After a cancel, how long a statement may take to end before its connection is dropped: a
- * database that does not answer a cancel this quickly is treated as unreachable.
- */
-export const CANCEL_GRACE_MS = 2_000;
-
 /** Knex's client as this module uses it; `_query` and `cancelQuery` are Knex internals every dialect has. */
-interface BoundableClient {
+interface BoundableClient extends StoppableClient {
   constructor: unknown;
   _query(connection: unknown, obj: unknown): Promise<unknown>;
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
-  cancelQuery?(connection: unknown): Promise<unknown>;
-  canCancelQuery?: boolean;
   /** Set on a transaction's client: its one connection is the transaction's. */
   transacting?: boolean;
-  /** The Postgres driver Knex loaded (`pg`): its protocol `Connection` sends cancel requests. */
-  driver?: { Connection?: ProtocolConnectionClass } | null;
-  /** The embedded client's cancel (embedded-knex-client.ts): false when the statement cannot be stopped. */
-  cancelStatement?(connection: unknown, reason: Error): Promise<boolean>;
-  /** Set by the embedded client on disk: stopping a statement restarts the engine for everyone. */
-  stopsStatementsByRestart?: boolean;
   /** The embedded client's restart after a stopped statement, while it is under way. */
   whenRestarted?(): Promise<unknown> | undefined;
-  /** Knex's pool (tarn), shared by the client's copies; `max` is its size. */
-  pool?: { max?: unknown } | null;
   config?: { pool?: { max?: unknown } };
   [installed]?: true;
   /** Set on the client of a `boundedKnex`: every connection it acquires is bound to this context. */
@@ -141,17 +81,13 @@ const connectionTickets = new WeakMap<object, GateTicket>();
  */
 const connectionContexts = new WeakMap<object, DatabaseContext>();
 
-/** A connection as a WeakMap key (every engine's is an object; anything else is never bound). */
-function isConnectionObject(connection: unknown): connection is object {
-  return typeof connection === 'object' && connection !== null;
-}
-
 /**
  * Statements that run even for a client that left: they end a transaction. Refusing one would
  * leave the transaction open on a connection the pool hands to the next request (Knex does not
  * roll back after a failed COMMIT).
  */
 const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
+const ROLLBACK = /^\s*rollback\b/i;
 
 /**
  * Makes every statement that `db` runs on a connection acquired within a database context
@@ -201,16 +137,19 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
   const send = (self: BoundableClient, connection: unknown, obj: unknown): Promise<unknown> => direct?.(connection, obj) || runStatement.call(self, connection, obj);
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
-      const restarted = isConnectionObject(connection) ? restartedConnections.get(connection) : undefined;
+      const restarted = restartReasonOf(connection);
       if (restarted !== undefined) {
         if (!ROLLBACK.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(restarted);
         return Promise.resolve(Object.assign(obj as object, { response: { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] } }));
       }
       const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
       if (context === undefined) return send(this, connection, obj);
-      // A client that has gone gets no new statement, but one that ends a transaction.
-      if (context.signal?.aborted && !TRANSACTION_END.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
-      return runBounded(this, context, connection, send(this, connection, obj));
+      // A client that has gone, or whose budget is spent, gets no new statement, but one that ends a transaction.
+      const endsTransaction = TRANSACTION_END.test((obj as { sql?: string }).sql ?? '');
+      if (context.signal?.aborted && !endsTransaction) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
+      const limitMs = endsTransaction ? context.statementTimeoutMs : statementLimitMs(context);
+      if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
+      return runBounded(this, { context, connection, limitMs }, send(this, connection, obj));
     }
 
     override acquireConnection(): Promise<unknown> {
@@ -233,11 +172,13 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
       const released = release.call(this, connection);
       // A unit whose statement was stopped by restarting the embedded engine keeps its turn until
       // the engine is back: the next client then waits for the rest of the restart only if it
-      // came during it, never for a restart and the next slow statement of the same client.
-      const restarting = this.whenRestarted?.();
-      if (restarting === undefined) ticket.leave();
+      // came during it, never for a restart and the next slow statement of the same client. One
+      // whose Postgres connection was dropped with its statement still running keeps it until
+      // the server has ended that statement: the client's share counts the work it causes.
+      const stillBusy = this.whenRestarted?.() ?? orphanedStatementOf(connection);
+      if (stillBusy === undefined) ticket.leave();
       else
-        void restarting.then(
+        void stillBusy.then(
           () => ticket.leave(),
           () => ticket.leave(),
         );
@@ -290,31 +231,45 @@ export function boundedKnex(db: Knex, context: DatabaseContext): Knex {
   return bounded;
 }
 
-/**
- * Connections a cancel was sent to, and why. A cancel that arrives just after its statement ended
- * hits the next statement of the same session instead: that one fails as query_canceled, and is
- * reported with the original reason. Such a connection is also marked for the pool to discard
- * (see cancelRunning), so the stray cancel can never reach another request.
- */
-const cancelledConnections = new WeakMap<object, StatementInterruptedError>();
-const QUERY_CANCELED = '57014';
+/** Postgres's largest `statement_timeout`, in milliseconds. */
+const MAX_SERVER_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
- * Embedded connections whose worker was terminated to stop a statement, and why. The session is
- * gone, and the transaction it held with it (rolled back when the next worker recovers): a
- * ROLLBACK that Knex sends after the failed statement succeeds at once, any other statement
- * fails with that reason. Sent, the ROLLBACK would fail with a connection error, which Knex
- * reports instead of the transaction's own error (a statement timeout would reach the client
- * as "unavailable").
+ * The text that begins a transaction for `context`'s work on `connection`. On a Postgres server,
+ * `BEGIN` with the server's own `statement_timeout` for the transaction (`SET LOCAL`, in the same
+ * round trip): what is left of the unit's time, plus the cancel's grace. It is the backstop that
+ * needs no cancel: it ends the transaction's statements even where recordbase cannot (its process
+ * gone, the cancel lost on the way), and it ends with the transaction, so the session goes back
+ * to the pool as the host made it. Elsewhere (the embedded engine, which stops a statement by
+ * restarting its worker; work without bounds) plain `BEGIN;`.
  */
-const restartedConnections = new WeakMap<object, StatementInterruptedError>();
-const ROLLBACK = /^\s*rollback\b/i;
+export function transactionBeginSql(connection: unknown, context: DatabaseContext | undefined): string {
+  if (context === undefined || !isPostgresClient(connection)) return 'BEGIN;';
+  const backstopMs = statementLimitMs(context) + CANCEL_GRACE_MS;
+  return backstopMs > MAX_SERVER_TIMEOUT_MS ? 'BEGIN;' : `BEGIN; SET LOCAL statement_timeout = ${backstopMs}`;
+}
+
+/**
+ * How long the next statement of `context` may run: its statement timeout, or what is left of its
+ * unit's shared budget (0: nothing).
+ */
+export function statementLimitMs(context: DatabaseContext): number {
+  return context.budget === undefined ? context.statementTimeoutMs : context.budget.allow(context.statementTimeoutMs);
+}
+
+/** One statement that runBounded bounds: its unit's context, the connection it runs on, and how long it may run. */
+interface BoundedStatement {
+  readonly context: DatabaseContext;
+  readonly connection: unknown;
+  readonly limitMs: number;
+}
 
 /**
  * `running` (a statement sent on `connection`), bounded by `context`: one promise and one timer
  * per statement; the cancel's timers and the client-gone listener only when they are due.
  */
-function runBounded(client: BoundableClient, context: DatabaseContext, connection: unknown, running: Promise<unknown>): Promise<unknown> {
+function runBounded(client: BoundableClient, statement: BoundedStatement, running: Promise<unknown>): Promise<unknown> {
+  const { context, connection, limitMs } = statement;
   const signal = context.signal;
   const started = signal === undefined ? 0 : Date.now();
   return new Promise((resolve, reject) => {
@@ -345,11 +300,11 @@ function runBounded(client: BoundableClient, context: DatabaseContext, connectio
       });
       graceTimer = setTimeout(() => {
         const unresponsive = new StatementInterruptedError('unresponsive');
-        dropConnection(connection, unresponsive);
+        dropConnection(client, connection, unresponsive);
         answerEarly(unresponsive);
       }, CANCEL_GRACE_MS);
     };
-    const timeoutTimer = setTimeout(stop, context.statementTimeoutMs, 'timeout');
+    const timeoutTimer = setTimeout(stop, limitMs, 'timeout');
     const stopListening = signal?.listen(() => {
       abandonTimer = setTimeout(stop, Math.max(0, started + ABANDONED_STATEMENT_GRACE_MS - Date.now()), 'aborted');
     });
@@ -366,49 +321,6 @@ function runBounded(client: BoundableClient, context: DatabaseContext, connectio
       },
     );
   });
-}
-
-/** The reason of an earlier cancel on `connection` when `error` is that cancel landing late. */
-function strayCancel(connection: unknown, error: unknown): StatementInterruptedError | undefined {
-  if ((error as { code?: unknown } | null)?.code !== QUERY_CANCELED || !isConnectionObject(connection)) return undefined;
-  return cancelledConnections.get(connection);
-}
-
-/** Cancels what `connection` runs; resolves false when the engine cannot stop a statement. */
-async function cancelRunning(client: BoundableClient, connection: unknown, reason: StatementInterruptedError): Promise<boolean> {
-  if (client.cancelStatement) {
-    // Marked before the worker goes: the failed statement's ROLLBACK follows at once.
-    if (client.stopsStatementsByRestart && isConnectionObject(connection)) restartedConnections.set(connection, reason);
-    return client.cancelStatement(connection, reason).catch(() => true);
-  }
-  const Connection = client.driver?.Connection;
-  if (Connection && isPostgresClient(connection)) {
-    // The pool discards the connection afterwards: a cancel that lands late must find no other request there.
-    cancelledConnections.set(connection, reason);
-    (connection as { __knex__disposed?: unknown }).__knex__disposed = reason;
-    await sendCancelRequest({ Connection, target: connection, timeoutMs: CANCEL_GRACE_MS });
-    return true;
-  }
-  if (client.canCancelQuery && client.cancelQuery) {
-    // Another Postgres driver: Knex's own cancel (pg_cancel_backend from a fresh connection).
-    await client.cancelQuery(connection).catch(() => undefined);
-    return true;
-  }
-  return false;
-}
-
-function isPostgresClient(connection: unknown): connection is PostgresClientLike {
-  return typeof (connection as PostgresClientLike | null)?.processID === 'number' && typeof (connection as PostgresClientLike).secretKey === 'number';
-}
-
-/**
- * Gives up on a connection whose statement outlived its cancel: marked so Knex's pool destroys
- * it instead of handing it out again, and its socket closed so the statement's promise settles.
- */
-function dropConnection(connection: unknown, reason: Error): void {
-  const pgClient = connection as { __knex__disposed?: unknown; connection?: { stream?: { destroy(): void } } };
-  pgClient.__knex__disposed = reason;
-  pgClient.connection?.stream?.destroy();
 }
 
 /**

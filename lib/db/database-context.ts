@@ -19,6 +19,26 @@ export interface DatabaseContext {
    * holds a connection must not wait for a second one under the same key: it could wait for itself.
    */
   client?: string;
+  /**
+   * Present when the unit's statements share one deadline (an HTTP request's): the first
+   * statement may run `statementTimeoutMs`, every later one only what is left of it, so a
+   * request's list and its count together end within one statement timeout.
+   */
+  budget?: StatementBudget;
+}
+
+/**
+ * The time the statements of one unit of work share: it starts with the unit's first statement
+ * and lasts `limitMs` from there, whatever the unit does in between (waits for a connection too).
+ */
+export class StatementBudget {
+  private endsAt: number | undefined;
+
+  /** Milliseconds the next statement may run: `limitMs` for the first, then what is left of it (0 when nothing is). */
+  allow(limitMs: number, now = Date.now()): number {
+    this.endsAt ??= now + limitMs;
+    return Math.max(0, Math.min(limitMs, this.endsAt - now));
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../schema/record-date.js';
 import { memoizePerObject } from '../memoize-per-object.js';
-import { acquireWithin } from './bound-statements.js';
+import { acquireWithin, transactionBeginSql } from './bound-statements.js';
 import type { DatabaseContext } from './database-context.js';
 
 /**
@@ -96,7 +96,7 @@ export async function runTransaction<T>(db: Knex, context: DatabaseContext, work
   const client = db.client as unknown as StatementClient;
   const held: HeldConnection = { connection: await acquireWithin(db, context) };
   try {
-    await sendOn(client, held.connection, BEGIN);
+    await sendOn(client, held.connection, { sql: transactionBeginSql(held.connection, context), bindings: [] });
     let result: T;
     try {
       result = await work(held);
@@ -111,8 +111,7 @@ export async function runTransaction<T>(db: Knex, context: DatabaseContext, work
   }
 }
 
-/** Knex's own texts, so logs and statement counts read as before. */
-const BEGIN: Statement = { sql: 'BEGIN;', bindings: [] };
+/** Knex's own texts, so logs and statement counts read as before (BEGIN: see transactionBeginSql). */
 const COMMIT: Statement = { sql: 'COMMIT;', bindings: [] };
 const ROLLBACK: Statement = { sql: 'ROLLBACK', bindings: [] };
 

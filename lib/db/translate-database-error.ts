@@ -1,5 +1,5 @@
 import { BadRequestError, ConflictError, UnavailableError, type RecordbaseError } from '../errors.js';
-import { QueueFullError, StatementInterruptedError } from './bound-statements.js';
+import { QueueFullError, StatementInterruptedError } from './statement-interrupted-error.js';
 
 /**
  * SQLSTATEs that mean "the database cannot serve us right now": the server shutting down or

@@ -12,7 +12,7 @@ import express from 'express';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createAppServer, createRecordsRouter, type CollectionDefinition, type RecordsRouter } from '../../lib/index.js';
-import { CANCEL_GRACE_MS } from '../../lib/db/bound-statements.js';
+import { CANCEL_GRACE_MS } from '../../lib/db/stop-statement.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../../lib/db/open-embedded-database.js';
 import { measureEventLoopLag } from '../support/event-loop-lag.js';
 import { OPEN_RULES } from '../support/open-rules.js';

@@ -1,5 +1,5 @@
 import { BadRequestError, UnavailableError } from '../../../lib/errors.js';
-import { QueueFullError, StatementInterruptedError } from '../../../lib/db/bound-statements.js';
+import { QueueFullError, StatementInterruptedError } from '../../../lib/db/statement-interrupted-error.js';
 import { isUnavailableError, translateDatabaseError } from '../../../lib/db/translate-database-error.js';
 
 /** A driver error as Knex hands it over: its message prefixed with the statement (bindings inlined). */
