@@ -189,6 +189,13 @@ export interface RealtimeSettings {
    * far below a request's own bound, since it runs for every change.
    */
   checkTimeoutMs: number;
+  /**
+   * Whether a subscription's `options.headers` are `@request.headers.*` in its rules, as in
+   * PocketBase. The client writes them, so a header a proxy or the host sets over HTTP is the
+   * client's choice on realtime; `false` gives subscriptions no headers, and header rules there
+   * read every header as absent. Default true.
+   */
+  subscriptionHeaders: boolean;
 }
 
 /** When the sweep of unreferenced files runs, and which files it may remove. */
@@ -408,6 +415,8 @@ export const OPTION_TABLE: OptionTable = {
       maxClientBufferBytes: { default: 4 * MIB, check: checkPositiveInteger },
       // Far below a request's own bound: a check runs for every change (the embedded engine's 250 ms, there).
       checkTimeoutMs: { derive: (context) => Math.min(500, resolvedBefore(context, 'limits').statementTimeoutMs), check: checkDuration },
+      // On for PocketBase parity; docs/realtime.md says when to turn it off.
+      subscriptionHeaders: { default: true, check: checkBoolean },
     }),
     fileSweep: switchable('fileSweep must be an object of settings or false', {
       intervalMs: { default: 6 * HOUR, check: checkDuration },

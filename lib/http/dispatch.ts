@@ -68,18 +68,44 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   };
 }
 
+/** Express's compiled `trust proxy`: whether the address `hop` steps from the server is a proxy it trusts. */
+type TrustProxy = (address: string | undefined, hop: number) => boolean;
+
 /**
- * Warns once when requests come through a proxy (they carry `X-Forwarded-For`) that Express does
- * not trust: `req.ip` is then the proxy's address for every client, and the per-client shares
- * of the database (and other per-address limits) are one share for everyone.
+ * Addresses from the documentation ranges (RFC 5737, RFC 3849), which no host's proxy has, at a
+ * depth no chain of proxies reaches: a `trust proxy` that trusts one of them trusts every client.
+ */
+const STRANGERS = ['192.0.2.1', '2001:db8::1'];
+const STRANGER_HOP = 100;
+
+/**
+ * The two ways a host's `trust proxy` gets the client's address (`req.ip`) wrong, each warned
+ * about once per router through its logger:
+ * - requests come through a proxy (they carry `X-Forwarded-For`) that Express does not trust:
+ *   `req.ip` is then the proxy's address for every client, and the per-client shares of the
+ *   database (and other per-address limits) are one share for everyone;
+ * - on the first request, Express trusts every address (`true`, or a list or function to the
+ *   same effect): `X-Forwarded-For`, which any client writes, then picks `req.ip`, so a client
+ *   chooses its own share, or another's. A hop count is not warned about: it is right when
+ *   clients can reach the app only through that many proxies, which cannot be seen from here.
  */
 function createProxyNotice(logger: Logger): (req: Request) => void {
-  let warned = false;
+  let warnedUntrusted = false;
+  let checkedTrustAll = false;
+  const trustOf = (req: Request) => req.app.get('trust proxy fn') as TrustProxy | undefined;
   return (req) => {
-    if (warned || req.headers['x-forwarded-for'] === undefined) return;
-    const trusts = req.app.get('trust proxy fn') as ((address: string | undefined, hop: number) => boolean) | undefined;
-    if (trusts?.(req.socket.remoteAddress, 0)) return;
-    warned = true;
+    if (!checkedTrustAll) {
+      checkedTrustAll = true;
+      const trusts = trustOf(req);
+      if (STRANGERS.some((address) => trusts?.(address, STRANGER_HOP))) {
+        logger.warn(
+          `Express's 'trust proxy' trusts every address, so X-Forwarded-For, which any client can write, chooses each request's address: a client can take another's fair share of the database and of realtime's streams per address (realtime.maxClientsPerAddress), or spread its own over as many as it likes; set it to the proxies in front instead, app.set('trust proxy', 1) for one or their addresses (docs/deployment.md, "A proxy in front")`,
+        );
+      }
+    }
+    if (warnedUntrusted || req.headers['x-forwarded-for'] === undefined) return;
+    if (trustOf(req)?.(req.socket.remoteAddress, 0)) return;
+    warnedUntrusted = true;
     logger.warn(
       `requests arrive through a proxy (X-Forwarded-For) that Express does not trust, so every client has the proxy's address ${req.socket.remoteAddress ?? ''} and shares one client's part of the database; set app.set('trust proxy', ...) on the host app (docs/limits.md, "A fair share per client")`,
     );

@@ -36,7 +36,8 @@ export function describeRequest(req: Request, auth: Identity | null): Caller {
     request: {
       auth,
       query: flattenQuery(req.query),
-      headers: lazyRuleHeaders(() => req.headersDistinct),
+      // req.headers, not the raw ones: what the host's middleware set or removed is what rules read.
+      headers: lazyRuleHeaders(() => req.headers),
       body: {},
       method: req.method.toUpperCase(),
       context: 'default',

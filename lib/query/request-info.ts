@@ -26,7 +26,8 @@ export interface RequestInfo {
   method: string;
   /**
    * `@request.headers.<name>`, names normalised by normalizeHeaderName (`X-Token` is `x_token`),
-   * each the first value sent (lib/query/request-headers.ts). Absent: no headers (the server API).
+   * each as the host's middleware left it in `req.headers` (lib/query/request-headers.ts). Absent:
+   * no headers (the server API).
    */
   headers?: Readonly<Record<string, string>>;
   /** `@request.context`; absent: `'default'`. */

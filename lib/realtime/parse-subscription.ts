@@ -19,7 +19,8 @@ export interface Subscription {
   readonly query: Record<string, string>;
   /**
    * `options.headers`, names normalised as PocketBase does (`X-Token` is `x_token`), every value as
-   * a string: `@request.headers.*` in rules. The client writes them, as it writes any header.
+   * a string: `@request.headers.*` in rules. The client writes them, as it writes any header;
+   * the hub leaves them out when `realtime.subscriptionHeaders` is off.
    */
   readonly headers: Record<string, string>;
   /** `options.query.filter`, one more condition. */

@@ -202,7 +202,7 @@ export class RealtimeHub {
     for (const raw of raws) {
       if (typeof raw !== 'string') throw new BadRequestError('Every subscription must be a string.', 'invalid_subscription');
       if (raw.length > MAX_SUBSCRIPTION_LENGTH) throw new BadRequestError(`A subscription may be at most ${MAX_SUBSCRIPTION_LENGTH} characters long.`, 'invalid_subscription');
-      parsed.push(parseSubscription(raw, this.options.registry));
+      parsed.push(this.parse(raw));
     }
     // Identical subscriptions are one (as PocketBase's set of them), in the registry too.
     const distinct = [...new Set(raws)];
@@ -232,6 +232,16 @@ export class RealtimeHub {
     this.options.logger.warn(
       `realtime: transactions that began before ${why} are still running after ${statementTimeoutMs} ms (limits.statementTimeoutMs); changes they made are not delivered`,
     );
+  }
+
+  /**
+   * One subscription string as this instance's rules read it: with `realtime.subscriptionHeaders`
+   * off, without its `options.headers` (still checked, so a malformed one is the same 400), so
+   * that a header rule, which over HTTP reads what a proxy or the host set, fails closed here.
+   */
+  private parse(raw: string): Subscription {
+    const sub = parseSubscription(raw, this.options.registry);
+    return this.options.settings.subscriptionHeaders ? sub : { ...sub, headers: Object.create(null) as Record<string, string> };
   }
 
   /** Ends every stream, stops listening and removes this instance from the registry. */
@@ -350,7 +360,7 @@ export class RealtimeHub {
           const subs: Subscription[] = [];
           for (const raw of row.subscriptions) {
             try {
-              subs.push(parseSubscription(raw, this.options.registry));
+              subs.push(this.parse(raw));
             } catch {
               // Checked by the instance that took the POST; a subscription it accepted and this one cannot read receives nothing.
             }

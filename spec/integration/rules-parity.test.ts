@@ -353,7 +353,7 @@ describe.each(testEngines())('PocketBase rule and filter features on %s', (engin
       expect((await list({ x_token: 'open sesame' })).body.items).toHaveLength(0);
     });
 
-    test('a repeated header: its first value', async () => {
+    test('a repeated header: one value as Node joins it in req.headers, not its first', async () => {
       const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         // Raw HTTP so that the header really goes twice.
         const url = new URL(`${app.baseUrl}/backend/api/collections/gated/records`);
@@ -369,7 +369,8 @@ describe.each(testEngines())('PocketBase rule and filter features on %s', (engin
         }, reject);
       });
       expect(status).toBe(200);
-      expect(JSON.parse(body).items).toHaveLength(1);
+      // "open sesame, other": a copy the client adds cannot stand in front of the value.
+      expect(JSON.parse(body).items).toHaveLength(0);
     });
   });
 

@@ -95,6 +95,12 @@ const DERIVED: Record<string, (cell: string) => Promise<void> | void> = {
 /** Checks one documented default of the options at `paths` (several: one quantity each, in order). */
 async function expectDocumentedDefault(paths: string[], cell: string): Promise<void> {
   if (paths.length === 1 && DERIVED[paths[0]!]) return DERIVED[paths[0]!]!(cell);
+  const only = paths.length === 1 ? ENTRIES.get(paths[0]!) : undefined;
+  // A switch, not a quantity: the cell is its default as code writes it.
+  if (typeof only?.default === 'boolean') {
+    expect({ paths, cell }).toEqual({ paths, cell: `\`${only.default}\`` });
+    return;
+  }
   for (const path of paths) expect({ path, derived: ENTRIES.get(path)!.derive !== undefined }).toEqual({ path, derived: false });
   expect({ paths, cell: readQuantities(cell) }).toEqual({ paths, cell: paths.map((path) => ENTRIES.get(path)!.default) });
 }
@@ -116,8 +122,9 @@ describe('docs/limits.md', () => {
 
   test('the other way round: every limit, batch and realtime bound of the table is on the page', () => {
     const documented = new Set(rows.flatMap(({ paths }) => paths));
-    // The two heartbeats are intervals, not bounds: configuration.md has them.
-    const bounds = [...ENTRIES.keys()].filter((path) => /^(limits|batch)\./.test(path) || (path.startsWith('realtime.') && !/heartbeat/i.test(path)));
+    // The two heartbeats are intervals, and a switch is no bound: configuration.md has them.
+    const isSwitch = (path: string) => typeof ENTRIES.get(path)!.default === 'boolean';
+    const bounds = [...ENTRIES.keys()].filter((path) => /^(limits|batch)\./.test(path) || (path.startsWith('realtime.') && !/heartbeat/i.test(path) && !isSwitch(path)));
     expect(bounds.filter((path) => !documented.has(path))).toEqual([]);
     expect(documented.has('thumbnailWorkers')).toBe(true);
   });

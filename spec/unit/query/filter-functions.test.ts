@@ -303,17 +303,26 @@ describe('header names (PocketBase: inflector.Snakecase)', () => {
     expect(normalizeHeaderName(name)).toBe(normal);
   });
 
-  test('an HTTP request: first value of each, "-" as "_", odd names dropped so none stands in for another', () => {
-    const headers = readRuleHeaders({ 'x-token': ['one', 'two'], x_token: ['forged'], 'x--token': ['forged'], 'x.token': ['forged'], authorization: ['Bearer t'], empty: [] });
-    expect({ ...headers }).toEqual({ x_token: 'one', authorization: 'Bearer t' });
+  test('an HTTP request: req.headers as the host left them, "-" as "_", odd names dropped so none stands in for another', () => {
+    const headers = readRuleHeaders({ 'x-token': 'one, two', x_token: 'forged', 'x--token': 'forged', 'x.token': 'forged', authorization: 'Bearer t', 'set-cookie': ['a=1', 'b=2'], 'x-gone': undefined });
+    expect({ ...headers }).toEqual({ x_token: 'one, two', authorization: 'Bearer t', set_cookie: 'a=1, b=2' });
     expect(Object.getPrototypeOf(headers)).toBeNull();
+  });
+
+  test("a host's own values: a mixed-case name under its lower-case one, numbers as text, other values absent", () => {
+    expect({ ...readRuleHeaders({ 'X-Tenant': 'acme', 'x-user-id': 42, 'x-flag': true, 'x-object': { id: 1 }, 'x-mixed': ['a', 1] }) }).toEqual({ x_tenant: 'acme', x_user_id: '42', x_flag: 'true' });
+  });
+
+  test("a name two keys lower-case to is read from neither (the client's x-tenant and a host's X-Tenant)", () => {
+    expect({ ...readRuleHeaders({ 'x-tenant': 'acme', 'X-Tenant': 'globex', 'x-other': 'kept' }) }).toEqual({ x_other: 'kept' });
+    expect({ ...readRuleHeaders({ 'x-tenant': 'acme', 'X-Tenant': undefined }) }).toEqual({ x_tenant: 'acme' });
   });
 
   test('read lazily: nothing is read until something looks, then once, and it reads as the plain object', () => {
     let reads = 0;
     const headers = lazyRuleHeaders(() => {
       reads++;
-      return { 'x-token': ['one', 'two'], 'x.token': ['forged'], authorization: ['Bearer t'] };
+      return { 'x-token': 'one', 'x.token': 'forged', authorization: 'Bearer t' };
     });
     const copied = { auth: null, headers };
     expect(reads).toBe(0);
