@@ -12,6 +12,7 @@ import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
 import { readRequestValue } from './request-values.js';
 import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
+import { isGuestAuth, isNullValue, pickTarget, readsRecord, type ExprSide, type QuantifiedSource, type Quantifier, type Side, type ValueSide } from './filter-sides.js';
 import { bindValue, joinSql, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 
 /**
@@ -128,49 +129,6 @@ function compileTargetViewRule(options: TargetRuleOptions & { target: Collection
 export function targetViewRules(options: TargetRuleOptions): TargetCondition {
   return (target, alias) => compileTargetViewRule({ ...options, target, alias });
 }
-
-type Quantifier = 'exists' | 'forall' | 'none';
-
-interface QuantifiedSource {
-  readonly source: PathSource;
-  readonly quantifier: Quantifier;
-}
-
-/** A value known at compile time: a literal (strict coercion) or an @request/macro value (lenient). */
-interface ValueSide {
-  readonly kind: 'value';
-  readonly value: unknown;
-  readonly strict: boolean;
-  readonly hint?: StorageKind;
-  readonly pos: number;
-  readonly label: string;
-  /** A guest's `@request.auth.*`: never matches a record field or path (see compileComparison). */
-  readonly guestAuth?: boolean;
-  /** The macro this value is (`@now`), bound as a DeferredValue when the context defers macros. */
-  readonly macro?: string;
-}
-
-/** A SQL expression (a column, a path, a bound array, a function call), possibly correlated with sources. */
-interface ExprSide {
-  readonly kind: 'expr';
-  readonly sql: SqlFragment;
-  readonly storage: StorageKind;
-  readonly sources: readonly PathSource[];
-  readonly lower: boolean;
-  readonly each: boolean;
-  readonly pos: number;
-  readonly label: string;
-  /** A function call: its arguments, each of which counts one more towards the filter's cost. */
-  readonly callArguments?: number;
-  /** A call reading no record value (`strftime('%Y')`, of `@request` values only); any other expression reads one. */
-  readonly readsRecord?: boolean;
-  /** A call with a guest's `@request.auth.*` among its arguments (see compileComparison). */
-  readonly guestAuth?: boolean;
-  /** Its sources are "any of" whatever the operator (geoDistance, as PocketBase). */
-  readonly anyOfSources?: boolean;
-}
-
-type Side = ValueSide | ExprSide;
 
 class FilterCompiler {
   private readonly aliases: AliasAllocator;
@@ -601,40 +559,6 @@ class FilterCompiler {
     const changed = sql`(${bindValue(sent === INVALID ? null : sent, kind.bindCast)} IS DISTINCT FROM ${stored})`;
     return { ...base, kind: 'expr', sql: changed, storage: 'bool', sources: [], lower: false, each: false };
   }
-}
-
-// ----- helpers ---------------------------------------------------------------------------------
-
-function isGuestAuth(side: Side): boolean {
-  return side.guestAuth === true;
-}
-
-/** Whether a side reads the record: a column, a path, `@collection`, or a call with one of those among its arguments. */
-function readsRecord(side: Side): boolean {
-  return side.kind === 'expr' && side.readsRecord !== false;
-}
-
-function isNullValue(side: Side): boolean {
-  return side.kind === 'value' && (side.value === null || side.value === undefined);
-}
-
-/** The type both sides are compared as. */
-function pickTarget(left: Side, right: Side, operator: string): StorageKind {
-  if (operator === '~' || operator === '!~') return 'text';
-  if ((left.kind === 'expr' && left.lower) || (right.kind === 'expr' && right.lower)) return 'text';
-  if (left.kind === 'expr' && right.kind === 'expr') return left.storage === right.storage ? left.storage : 'text';
-  if (left.kind === 'expr') return left.storage;
-  if (right.kind === 'expr') return right.storage;
-  const l = naturalStorage(left);
-  const r = naturalStorage(right);
-  if (l === 'date' || r === 'date') return 'date';
-  if (l === undefined) return r ?? 'text';
-  if (r === undefined || l === r) return l;
-  return 'text';
-}
-
-function naturalStorage(side: ValueSide): StorageKind | undefined {
-  return side.hint ?? naturalStorageOf(side.value);
 }
 
 /**
