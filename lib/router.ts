@@ -161,7 +161,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const synced = await syncDatabaseSchema(database, options.compiled.registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
   const compiled = completeCollections(options.compiled, synced.views);
   const registry = compiled.registry;
-  const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir });
+  const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir, keyInDataDir: owned.database !== undefined });
   await removeStaleSpools(resolved.uploadTempDir);
   const store = new RecordStore(database);
   const records = new RecordService(compiled, store, {

@@ -131,9 +131,12 @@ export class Api {
     return this.request(`${recordsPath(collection)}?${new URLSearchParams({ filter })}`, { method: 'DELETE' });
   }
 
-  /** A short-lived file token for protected files: the one token that may travel in a URL. */
+  /**
+   * A short-lived file token for protected files: the one token that may travel in a URL. Of
+   * scope `files`: it sits in `<img src>` (history, logs), so it must open no backup.
+   */
   async fileToken(): Promise<string> {
-    return (await this.request<{ token: string }>('/api/files/token', { method: 'POST' })).token;
+    return (await this.request<{ token: string }>('/api/files/token', { method: 'POST', body: { scope: 'files' } })).token;
   }
 
   /** A file's URL, a thumbnail with `thumb`, readable with a file token where the field is protected. */

@@ -14,6 +14,8 @@ export interface SharedSetting {
    * same value (INSERT ... ON CONFLICT DO NOTHING, then a read of the committed row).
    */
   claim(candidate: string): Promise<string>;
+  /** Deletes the stored value, if any (a value no instance should use any more). */
+  remove(): Promise<void>;
 }
 
 /** The shared setting `key` on `db`. */
@@ -29,6 +31,9 @@ export function openSharedSetting(db: Knex, key: string): SharedSetting {
       const stored = await read();
       if (stored === undefined) throw new Error(`the setting "${key}" vanished from ${SETTINGS_TABLE} right after it was stored`);
       return stored;
+    },
+    async remove(): Promise<void> {
+      await db.delete().from(SETTINGS_TABLE).where({ key });
     },
   };
 }

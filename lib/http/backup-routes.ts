@@ -53,16 +53,21 @@ export function createBackupRoutes(options: BackupRoutesOptions): Route[] {
   };
 
   /**
-   * A download authorises with a superuser's file token in `?token=` (as the SDK's
-   * `getDownloadURL(token, key)` builds it), or a superuser's Authorization header. A file token
-   * stands for its superuser, not for one backup: it opens any backup that superuser could list.
+   * A download authorises with a superuser's file token of scope `all` in `?token=` (what the
+   * SDK's `getDownloadURL(await pb.files.getToken(), key)` sends), or a superuser's Authorization
+   * header. A file token stands for its superuser, not for one backup: it opens any backup that
+   * superuser could list. A token of scope `files` (the dashboard's, which sits in image URLs)
+   * opens none: 403.
    */
   async function resolveDownloader(req: Request): Promise<Identity | null> {
     const token = extractToken(req, DOWNLOAD_SOURCES);
     if (token !== '' && fileTokens.isFileToken(token)) {
-      const identity = fileTokens.verify(token);
-      if (!identity) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
-      return identity;
+      const verified = fileTokens.verify(token);
+      if (!verified) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
+      if (verified.scope !== 'all') {
+        throw new ForbiddenError('This file token opens protected files only: a backup download needs a token from POST /api/files/token without "scope" (pb.files.getToken()).');
+      }
+      return verified.identity;
     }
     return (await resolveCaller(req)).request.auth;
   }

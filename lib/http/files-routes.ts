@@ -1,7 +1,7 @@
-import type { Request, RequestHandler } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import { DOWNLOAD_SOURCES, extractToken } from '../auth/extract-token.js';
-import type { FileTokens } from '../auth/file-token.js';
-import { UnauthorizedError } from '../errors.js';
+import { FILE_TOKEN_SCOPES, type FileTokens, type FileTokenScope } from '../auth/file-token.js';
+import { BadRequestError, UnauthorizedError } from '../errors.js';
 import { buildFileKey } from '../files/file-names.js';
 import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { Storage } from '../files/storage.js';
@@ -11,6 +11,7 @@ import type { Caller } from '../records/caller.js';
 import type { RecordService } from '../records/record-service.js';
 import type { Logger } from '../logger.js';
 import { readQueryParam } from './parse-list-query.js';
+import { readJsonBody } from './read-json-body.js';
 import { describeRequest, type CallerResolver } from './resolve-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
 import type { Route } from './route-table.js';
@@ -44,6 +45,22 @@ function wantsDownload(req: Request): boolean {
   return value !== undefined && value !== '0' && value.toLowerCase() !== 'false';
 }
 
+/** A token request is `{ "scope": "files" }` at most. */
+const MAX_TOKEN_BODY = 1024;
+
+/**
+ * The scope a token request asks for: `all` without one, as the SDK's `pb.files.getToken()`
+ * sends no body and PocketBase's token opens backups too; `files` is what the dashboard asks.
+ */
+function readTokenScope(req: Request): FileTokenScope {
+  const { scope } = readJsonBody(req);
+  if (scope === undefined) return 'all';
+  if (typeof scope !== 'string' || !FILE_TOKEN_SCOPES.includes(scope as FileTokenScope)) {
+    throw new BadRequestError(`"scope" must be one of ${FILE_TOKEN_SCOPES.map((known) => `"${known}"`).join(', ')} (or left out, for "all").`, 'invalid_parameter');
+  }
+  return scope as FileTokenScope;
+}
+
 /** A flag parameter such as `?center` counts when present, whatever its value. */
 function hasFlag(req: Request, name: string): boolean {
   return Object.prototype.hasOwnProperty.call(req.query, name);
@@ -64,9 +81,9 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
   async function resolveFileCaller(req: Request): Promise<Caller> {
     const token = extractToken(req, DOWNLOAD_SOURCES);
     if (token !== '' && fileTokens.isFileToken(token)) {
-      const identity = fileTokens.verify(token);
-      if (!identity) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
-      return describeRequest(req, identity);
+      const verified = fileTokens.verify(token);
+      if (!verified) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
+      return describeRequest(req, verified.identity);
     }
     return resolveDownloadCaller(req);
   }
@@ -107,13 +124,13 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
   const token: RequestHandler = async (req, res) => {
     const caller = await options.resolveCaller(req);
     if (!caller.request.auth) throw new UnauthorizedError('A file token needs an authenticated caller.', 'unauthorized');
-    res.json({ token: fileTokens.sign(caller.request.auth) });
+    res.json({ token: fileTokens.sign(caller.request.auth, { scope: readTokenScope(req) }) });
   };
 
   const file = '/api/files/:collection/:recordId/:filename';
   return [
     { method: 'GET', path: file, handlers: [download] },
     { method: 'HEAD', path: file, handlers: [download] },
-    { method: 'POST', path: '/api/files/token', handlers: [token] },
+    { method: 'POST', path: '/api/files/token', handlers: [express.json({ limit: MAX_TOKEN_BODY, strict: false }), token] },
   ];
 }

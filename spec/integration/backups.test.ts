@@ -1,16 +1,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import express from 'express';
-import PocketBase from 'pocketbase';
-import { createAppServer, createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
+import { createRecordsRouter } from '../../lib/index.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
 import { readBackupArchive } from '../../lib/backups/read-backup-archive.js';
 import { ensureBuilt } from '../support/built-package.js';
+import { sdkOf, serveRouter, type ServedRouter } from '../support/served-router.js';
 import { createMemoryLogger, TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES } from '../support/test-app.js';
 import { openTestDatabase, testEngines, type Engine, type TestDatabase } from '../support/test-database.js';
 
@@ -30,11 +28,8 @@ const collections: CollectionDefinition[] = [
 ];
 
 /** A host app on a listening server: on PGlite, the embedded engine on disk in `dataDir` (what backups snapshot); on Postgres, a schema of the shared server. */
-interface BackupApp {
-  router: RecordsRouter;
-  baseUrl: string;
+interface BackupApp extends ServedRouter {
   dataDir: string;
-  close(): Promise<void>;
 }
 
 async function startBackupApp(options: { engine: Engine; dataDir: string; database?: TestDatabase; maxCount?: number }): Promise<BackupApp> {
@@ -49,27 +44,7 @@ async function startBackupApp(options: { engine: Engine; dataDir: string; databa
     backups: { maxCount: options.maxCount ?? 10 },
     ...(options.engine === 'postgres' ? { database: options.database!.db } : {}),
   });
-  await router.ready;
-  const app = express();
-  app.use('/backend', router);
-  const server: Server = createAppServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    router,
-    dataDir: options.dataDir,
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/backend`,
-    async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await router.close();
-    },
-  };
-}
-
-function sdk(app: BackupApp, token?: string): PocketBase {
-  const pb = new PocketBase(app.baseUrl);
-  pb.autoCancellation(false);
-  if (token) pb.authStore.save(token, null);
-  return pb;
+  return { ...(await serveRouter(router)), dataDir: options.dataDir };
 }
 
 /** Downloads each row's `doc` from `app` and compares it with the bytes it was made of. */
@@ -187,7 +162,7 @@ describe.each(testEngines())('backups on %s', (engine) => {
   }, 120_000);
 
   test('the SDK\'s BackupService: create, list with sizes, download by a superuser file token, delete; upload and restore are refused while serving', async () => {
-    const root = sdk(app, 'token-root');
+    const root = sdkOf(app, 'token-root');
     expect(await root.backups.create('sdk_made.tar.gz')).toBe(true);
     const listed = await root.backups.getFullList();
     const made = listed.find((backup) => backup.key === 'sdk_made.tar.gz')!;
@@ -213,7 +188,7 @@ describe.each(testEngines())('backups on %s', (engine) => {
     await app.router.backup({ name: 'guarded.tar.gz' });
     const before = readdirSync(path.join(app.dataDir, 'backups')).sort();
     for (const [token, status] of [[undefined, 401], ['token-alice', 403]] as const) {
-      const pb = sdk(app, token);
+      const pb = sdkOf(app, token);
       const listing = await fetch(`${app.baseUrl}/api/backups`, { headers: token ? { Authorization: token } : {} });
       expect(listing.status).toBe(status);
       expect(await listing.json()).toMatchObject({ status, data: {} });
@@ -222,16 +197,16 @@ describe.each(testEngines())('backups on %s', (engine) => {
       expect((await fetch(`${app.baseUrl}/api/backups/guarded.tar.gz`, { headers: token ? { Authorization: token } : {} })).status).toBe(status);
     }
     // A non-superuser's file token opens no backup; a forged or expired one neither.
-    const aliceToken = await sdk(app, 'token-alice').files.getToken();
+    const aliceToken = await sdkOf(app, 'token-alice').files.getToken();
     expect((await fetch(`${app.baseUrl}/api/backups/guarded.tar.gz?token=${aliceToken}`)).status).toBe(403);
-    const rootToken = await sdk(app, 'token-root').files.getToken();
+    const rootToken = await sdkOf(app, 'token-root').files.getToken();
     const forged = rootToken.slice(0, -4) + (rootToken.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     expect((await fetch(`${app.baseUrl}/api/backups/guarded.tar.gz?token=${forged}`)).status).toBe(401);
     expect(readdirSync(path.join(app.dataDir, 'backups')).sort()).toEqual(before);
   }, 60_000);
 
   test('names and keys that try to leave the backups folder are 400s, and nothing is written or read outside it', async () => {
-    const root = sdk(app, 'token-root');
+    const root = sdkOf(app, 'token-root');
     const outside = path.join(app.dataDir, 'escaped.tar.gz');
     for (const name of ['../escaped.tar.gz', '..%2fescaped.tar.gz', '%2e%2e.tar.gz', '..tar.gz', `${outside}`, 'a/b.tar.gz', 'nul\u0000.tar.gz', 'x.zip', 'UPPER.tar.gz', '.tar.gz', 'x'.repeat(151) + '.tar.gz']) {
       expect({ name, failure: await failureOf(root.backups.create(name)) }).toMatchObject({ name, failure: { status: 400 } });
@@ -254,7 +229,7 @@ describe.each(testEngines())('backups on %s', (engine) => {
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
     expect(outcomes.find((outcome) => outcome.status === 'rejected')).toMatchObject({ reason: { status: 400, code: 'backup_in_progress' } });
     expect(existsSync(path.join(app.dataDir, 'backups', '.in-progress'))).toBe(false);
-    const root = sdk(app, 'token-root');
+    const root = sdkOf(app, 'token-root');
     while ((await root.backups.getFullList()).length < 4) await root.backups.create('');
     expect(await failureOf(root.backups.create('one_too_many.tar.gz'))).toMatchObject({ status: 400, message: expect.stringMatching(/maxCount/) });
     expect(await failureOf(root.backups.create((await root.backups.getFullList())[0]!.key))).toMatchObject({ status: 400 });

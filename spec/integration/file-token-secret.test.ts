@@ -5,6 +5,7 @@ import path from 'node:path';
 import express from 'express';
 import supertest from 'supertest';
 import { createFileTokens, loadFileTokenSecret } from '../../lib/auth/file-token.js';
+import { openEmbeddedDatabase } from '../../lib/db/open-embedded-database.js';
 import { openSharedSetting } from '../../lib/db/settings-store.js';
 import { diskStorage } from '../../lib/files/disk-storage.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
@@ -96,11 +97,95 @@ describe.each(testEngines())('the file-token secret kept in the database (%s)', 
     await expect(loadFileTokenSecret({ shared: shared(), dataDir })).rejects.toThrow(/stored in the database is under 32 characters/);
   });
 
+  test('keyInDataDir (the embedded engine the router opened): the key is made once in dataDir/file-token.key, owner-only, and a secret an earlier release stored in the database is deleted, never used', async () => {
+    const earlier = 'e'.repeat(64);
+    await shared().claim(earlier);
+    const first = await loadFileTokenSecret({ shared: shared(), dataDir, keyInDataDir: true });
+    expect(first.toString('utf8')).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.toString('utf8')).not.toBe(earlier);
+    expect(await storedRows()).toEqual([]);
+    const file = path.join(dataDir, 'file-token.key');
+    expect((await fs.readFile(file, 'utf8')).trim()).toBe(first.toString('utf8'));
+    expect((await fs.stat(file)).mode & 0o777).toBe(0o600);
+    expect(await fs.readdir(dataDir)).toEqual(['file-token.key']); // nothing staged is left behind
+    const again = await loadFileTokenSecret({ shared: shared(), dataDir, keyInDataDir: true });
+    expect(again.equals(first)).toBe(true);
+    // The legacy secret file is not adopted either: it went into the database, so into backups.
+    const otherDir = path.join(parent, 'legacy');
+    await fs.mkdir(otherDir);
+    await fs.writeFile(path.join(otherDir, 'file-token.secret'), earlier);
+    expect((await loadFileTokenSecret({ shared: shared(), dataDir: otherDir, keyInDataDir: true })).toString('utf8')).not.toBe(earlier);
+    // An explicit secret still wins.
+    expect((await loadFileTokenSecret({ secret: 's'.repeat(32), shared: shared(), dataDir, keyInDataDir: true })).toString('utf8')).toBe('s'.repeat(32));
+  });
+
+  test('keyInDataDir: a key file under 32 characters is reported, not replaced', async () => {
+    await fs.mkdir(dataDir, { recursive: true });
+    await fs.writeFile(path.join(dataDir, 'file-token.key'), 'short\n');
+    await expect(loadFileTokenSecret({ shared: shared(), dataDir, keyInDataDir: true })).rejects.toThrow(/file-token\.key holds no usable secret/);
+    expect(await fs.readFile(path.join(dataDir, 'file-token.key'), 'utf8')).toBe('short\n');
+  });
+
   test('collection names that could collide with recordbase tables are refused', () => {
     for (const name of ['_recordbase_settings', '_rb_collections', '_rbx', '_recordbase']) {
       expect(() => buildSchemaRegistry([{ name, fields: [] }])).toThrow(/are reserved/);
     }
   });
+});
+
+describe('a router on the embedded engine it opens, without fileTokenSecret', () => {
+  let parent: string;
+
+  beforeAll(async () => {
+    parent = await fs.mkdtemp(path.join(os.tmpdir(), 'rb-secret-embedded-'));
+  });
+  afterAll(async () => {
+    await fs.rm(parent, { recursive: true, force: true });
+  });
+
+  async function start(dataDir: string): Promise<{ router: RecordsRouter; agent: supertest.Agent }> {
+    const router = createRecordsRouter({ collections: fileCollections(), dataDir, auth: (token) => TEST_IDENTITIES[token] ?? null, logger: createMemoryLogger(), fileSweep: false, realtime: false, thumbnailWorkers: 1 });
+    await router.ready;
+    const app = express();
+    app.use('/backend', router);
+    return { router, agent: supertest.agent(app) };
+  }
+
+  test('keeps its key beside the database, not in it: a token survives a restart; another data dir has another key', async () => {
+    const dataDir = path.join(parent, 'data');
+    let { router, agent } = await start(dataDir);
+    let url: string;
+    let token: string;
+    try {
+      const created = await agent.post('/backend/api/collections/vault/records').set('Authorization', 'token-alice').field('owner', ALICE.id).attach('scan', Buffer.from('%PDF-1.4 scan'), { filename: 'scan.pdf', contentType: 'application/pdf' });
+      expect(created.status).toBe(200);
+      url = `/backend/api/files/vault/${created.body.id}/${created.body.scan}`;
+      token = (await agent.post('/backend/api/files/token').set('Authorization', 'token-alice')).body.token as string;
+      expect((await agent.get(`${url}?token=${encodeURIComponent(token)}`)).status).toBe(200);
+      expect(await router.api.collection('vault').getFullList({ as: 'superuser' })).toHaveLength(1);
+    } finally {
+      await router.close();
+    }
+    const db = openEmbeddedDatabase(path.join(dataDir, 'db'));
+    try {
+      expect(await db.select('key').from(SETTINGS_TABLE)).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
+    ({ router, agent } = await start(dataDir));
+    try {
+      expect((await agent.get(`${url}?token=${encodeURIComponent(token)}`)).status).toBe(200);
+    } finally {
+      await router.close();
+    }
+    const other = await start(path.join(parent, 'other'));
+    try {
+      const created = await other.router.api.collection('vault').create({ owner: ALICE.id, scan: { name: 'scan.pdf', data: Buffer.from('%PDF-1.4 other') } }, { as: ALICE });
+      expect((await other.agent.get(`/backend/api/files/vault/${created.id as string}/${created.scan as string}?token=${encodeURIComponent(token)}`)).status).toBe(401);
+    } finally {
+      await other.router.close();
+    }
+  }, 120_000);
 });
 
 describe.each(testEngines())('two routers on one database without fileTokenSecret (%s)', (engine) => {
@@ -155,7 +240,7 @@ describe.each(testEngines())('two routers on one database without fileTokenSecre
     expect((await agents[1]!.get(`${url}?token=${token}`)).status).toBe(200);
     expect((await agents[0]!.get(`${url}?token=${token}`)).status).toBe(200);
     // A token signed with any other secret is refused by both.
-    const forged = encodeURIComponent(createFileTokens({ secret: 'f'.repeat(64) }).sign(ALICE));
+    const forged = encodeURIComponent(createFileTokens({ secret: 'f'.repeat(64) }).sign(ALICE, { scope: 'all' }));
     expect((await agents[1]!.get(`${url}?token=${forged}`)).status).toBe(401);
   });
 });

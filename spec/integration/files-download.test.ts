@@ -463,7 +463,7 @@ describe.each(testEngines())('file downloads on %s', (engine) => {
     });
 
     test('an expired token: 401; a fresh one signed with the same secret works', async () => {
-      const expired = fileTokens.sign(TEST_IDENTITIES['token-alice']!, Date.now() - 181_000);
+      const expired = fileTokens.sign(TEST_IDENTITIES['token-alice']!, { now: Date.now() - 181_000 });
       const res = await app.http.get(fileUrl(aliceVault, aliceVault.scan, `?token=${encodeURIComponent(expired)}`));
       expect(res.status).toBe(401);
       expect(res.body).toEqual(errorBody(401));
