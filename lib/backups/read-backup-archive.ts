@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
@@ -38,6 +39,25 @@ async function visit<T>(work: () => Promise<T> | T): Promise<T> {
 
 /** Longest entry name we accept: far beyond a data directory's or a storage key's. */
 const MAX_NAME_LENGTH = 4096;
+/**
+ * Folders a part may hold for each file its manifest declares: a storage key puts a file under at
+ * most three (`{collectionId}/{recordId}/thumbs_{name}/`), and a backup writes no folder without
+ * a file below it except the database's own empty ones, which FOLDER_ALLOWANCE covers.
+ */
+const FOLDERS_PER_FILE = 3;
+/** Folders a part may hold beyond FOLDERS_PER_FILE: the part's root and an embedded database's empty folders (`pg_twophase`, `pg_snapshots`, ...). */
+const FOLDER_ALLOWANCE = 64;
+/**
+ * Decompressed bytes one entry may take besides its file bytes: its header, a pax header holding
+ * a name of MAX_NAME_LENGTH, and the padding to the next 512-byte block.
+ */
+const ENTRY_OVERHEAD = 8 * 1024;
+/**
+ * Decompressed bytes an archive may hold beyond its entries (ENTRY_OVERHEAD each) and its
+ * declared file bytes: the manifest entry, the end-of-archive blocks, a tar record's padding, and
+ * what the streams have decompressed ahead of the entry being checked.
+ */
+const INFLATE_ALLOWANCE = 1024 * 1024;
 const PARTS = [
   { prefix: DATABASE_PREFIX, part: 'database' },
   { prefix: STORAGE_PREFIX, part: 'storage' },
@@ -62,6 +82,23 @@ function checkEntryName(name: string, manifest: BackupManifest): { part: Checked
   return { part: found.part, segments };
 }
 
+/**
+ * Passes the decompressed stream on while it stays within `limit()` bytes (read at each chunk, as
+ * it grows with the entries seen): bytes after the last entry, headers no entry follows or a gzip
+ * member after the archive are cut off there instead of being decompressed to their end.
+ */
+function boundDecompressedBytes(limit: () => number): Transform {
+  let total = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      total += chunk.length;
+      const allowed = limit();
+      if (total <= allowed) done(null, chunk);
+      else done(new InvalidBackupError(`the archive decompresses to more than its manifest accounts for (over ${allowed} bytes: its files' bytes, ${ENTRY_OVERHEAD} per entry and ${INFLATE_ALLOWANCE} more), such as bytes after its last entry`));
+    },
+  });
+}
+
 /** Reads a whole entry of at most `limit` bytes (the manifest). */
 async function readSmallEntry(entry: tar.Entry, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
@@ -80,20 +117,27 @@ async function readSmallEntry(entry: tar.Entry, limit: number): Promise<string> 
  * devices or fifos) with a safe name (checkEntryName), appear once, and not sit below a file; each
  * part may hold no more files and bytes than its manifest says, counted as the bytes come (so a
  * gzip bomb is cut off at the size it declared, and a manifest that lies about it is caught), and
- * exactly that many at the end. Rejects with an InvalidBackupError (or the visitor's error) at the
- * first fault; `visitor` sees the manifest and each entry as it passes the checks.
+ * exactly that many at the end, and no more folders than its files can need (FOLDERS_PER_FILE and
+ * FOLDER_ALLOWANCE). The whole decompressed stream is bounded too (boundDecompressedBytes), so
+ * bytes after the last entry are cut off as a file's extra bytes are. Rejects with an
+ * InvalidBackupError (or the visitor's error) at the first fault; `visitor` sees the manifest and
+ * each entry as it passes the checks.
  */
 export async function readBackupArchive(file: string, visitor: ArchiveVisitor = {}): Promise<BackupManifest> {
   const extract = tar.extract();
-  const reading = pipeline(createReadStream(file), createGunzip(), extract);
-  reading.catch(() => undefined);
   let manifest: BackupManifest | undefined;
-  const counted: Record<CheckedEntry['part'], { files: number; bytes: number }> = { database: { files: 0, bytes: 0 }, storage: { files: 0, bytes: 0 } };
+  let entries = 0;
+  const declaredBytes = () => (manifest === undefined ? 0 : PARTS.reduce((sum, { part }) => sum + (manifest![part].included ? manifest![part].bytes : 0), 0));
+  const bound = boundDecompressedBytes(() => INFLATE_ALLOWANCE + declaredBytes() + entries * ENTRY_OVERHEAD);
+  const reading = pipeline(createReadStream(file), createGunzip(), bound, extract);
+  reading.catch(() => undefined);
+  const counted: Record<CheckedEntry['part'], { files: number; bytes: number; folders: number }> = { database: { files: 0, bytes: 0, folders: 0 }, storage: { files: 0, bytes: 0, folders: 0 } };
   const names = new Set<string>();
   const files = new Set<string>();
   try {
     for await (const entry of extract) {
       const { name, type } = entry.header;
+      entries++;
       if (manifest === undefined) {
         if (name !== MANIFEST_ENTRY || type !== 'file') throw new InvalidBackupError('the first entry is not manifest.json');
         manifest = parseManifest(await readSmallEntry(entry, MAX_MANIFEST_BYTES));
@@ -111,6 +155,8 @@ export async function readBackupArchive(file: string, visitor: ArchiveVisitor = 
       const count = counted[part];
       const declared: BackupPart = manifest[part];
       if (type === 'directory') {
+        const allowed = declared.files * FOLDERS_PER_FILE + FOLDER_ALLOWANCE;
+        if (++count.folders > allowed) throw new InvalidBackupError(`the ${part} part holds more folders than its ${declared.files} files can need (${allowed}: ${FOLDERS_PER_FILE} per file and ${FOLDER_ALLOWANCE} more)`);
         await visit(() => visitor.onEntry?.({ part, segments, type }));
         entry.resume();
         continue;

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { createGzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
 import { createRecordsRouter } from '../../lib/index.js';
 import { InvalidBackupError } from '../../lib/backups/backup-manifest.js';
@@ -126,6 +126,91 @@ describe('recordbase restore: crafted archives are refused before anything is wr
     const before = snapshotTree(path.dirname(dataDir));
     await expect(restoreBackup({ file: archive, dataDir, force: true })).rejects.toThrow(/cannot be read/);
     expect(snapshotTree(path.dirname(dataDir))).toEqual(before);
+  });
+});
+
+/** One 512-byte ustar header, written here rather than by tar-stream's pack, whose cost per entry makes a flood of entries slow to build. */
+function tarHeader(name: string, options: { type: 'file' | 'directory' | 'pax-header'; size?: number }): Buffer {
+  const header = Buffer.alloc(512);
+  header.write(name, 0, 100, 'utf8');
+  header.write('0000755\0', 100);
+  header.write('0000000\0', 108);
+  header.write('0000000\0', 116);
+  header.write(`${(options.size ?? 0).toString(8).padStart(11, '0')}\0`, 124);
+  header.write('00000000000\0', 136);
+  header.write({ file: '0', directory: '5', 'pax-header': 'x' }[options.type], 156);
+  header.write('ustar\u000000', 257);
+  header.fill(' ', 148, 156);
+  let sum = 0;
+  for (const byte of header) sum += byte;
+  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+  return header;
+}
+
+/** A tar file entry: its header, its bytes, and the padding to the next 512-byte block. */
+function tarFile(name: string, body: Buffer): Buffer {
+  return Buffer.concat([tarHeader(name, { type: 'file', size: body.length }), body, Buffer.alloc((512 - (body.length % 512)) % 512)]);
+}
+
+/**
+ * Writes an archive of gzip members (Node's gunzip reads them as one stream): the manifest and one
+ * sound file, then `rest` (compressed once) `times` over, so that gigabytes of inflated bytes cost
+ * the test a few megabytes.
+ */
+function writeGzipMembers(options: { head: Buffer; rest?: Buffer; times?: number }): string {
+  const file = path.join(tempDir('rb-crafted-'), 'crafted.tar.gz');
+  const member = options.rest === undefined ? Buffer.alloc(0) : gzipSync(options.rest, { level: 1 });
+  writeFileSync(file, Buffer.concat([gzipSync(options.head, { level: 1 }), ...Array.from({ length: options.times ?? 0 }, () => member)]));
+  return file;
+}
+
+describe('recordbase restore bounds every entry kind and the bytes after the last entry by the manifest (issue 41, finding 6)', () => {
+  const soundHead = () => Buffer.concat([tarFile('manifest.json', Buffer.from(JSON.stringify(manifestOf({ files: 1, bytes: 5 })))), tarFile('storage/c1/a.txt', Buffer.from('hello'))]);
+  const cases: [string, () => string, RegExp][] = [
+    [
+      '200,000 folder entries where the manifest declares one file',
+      () => {
+        const folders: Buffer[] = [];
+        for (let i = 0; i < 200_000; i++) folders.push(tarHeader(`storage/d${i}/`, { type: 'directory' }));
+        return writeGzipMembers({ head: Buffer.concat([soundHead(), ...folders]) });
+      },
+      /the storage part holds more folders than its 1 files can need/,
+    ],
+    [
+      '2 GiB of zeros after the last entry (2 MiB compressed)',
+      () => writeGzipMembers({ head: soundHead(), rest: Buffer.alloc(16 * 1024 * 1024), times: 128 }),
+      /decompresses to more than its manifest accounts for/,
+    ],
+    [
+      '300 pax headers of 3 MiB that no entry follows',
+      () => writeGzipMembers({ head: soundHead(), rest: Buffer.concat([tarHeader('pax', { type: 'pax-header', size: 3 * 1024 * 1024 }), Buffer.alloc(3 * 1024 * 1024, 'a')]), times: 300 }),
+      /decompresses to more than its manifest accounts for/,
+    ],
+  ];
+
+  test.each(cases)('%s: refused at once, nothing made, the target untouched', async (_label, build, message) => {
+    const archive = build();
+    const dataDir = populatedDataDir();
+    const before = snapshotTree(path.dirname(dataDir));
+    const started = performance.now();
+    const outcome = await restoreBackup({ file: archive, dataDir, force: true }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const elapsed = performance.now() - started;
+    expect(outcome).toBeInstanceOf(InvalidBackupError);
+    expect((outcome as Error).message).toMatch(message);
+    expect(snapshotTree(path.dirname(dataDir))).toEqual(before);
+    // Refused within the first megabytes, long before the whole archive could be decompressed and walked.
+    expect(elapsed).toBeLessThan(5_000);
+  }, 180_000);
+
+  test('a sound archive of gzip members with nothing after its entries still restores', async () => {
+    const archive = writeGzipMembers({ head: Buffer.concat([soundHead(), Buffer.alloc(1024)]) });
+    const dataDir = path.join(tempDir('rb-target-'), 'data');
+    const report = await restoreBackup({ file: archive, dataDir });
+    expect(report.restored.map(({ part }) => part)).toEqual(['storage']);
+    expect(readFileSync(path.join(dataDir, 'storage', 'c1', 'a.txt'), 'utf8')).toBe('hello');
   });
 });
 
