@@ -43,6 +43,24 @@ export function readColumnOrigins(tree: string): ColumnOrigin[] {
   return origins;
 }
 
+/**
+ * Whether a query reads a whole row anywhere (`row_to_json(t)`, `to_jsonb(t)`, `(t).col`): a
+ * Var of attribute 0, from a `pg_node_tree` text. Postgres records no column dependency for one
+ * (pg_depend names the columns a view reads one by one, and a whole row as none of them), so a
+ * caller counts it as reading every column of the relations the query reads.
+ */
+export function readsWholeRows(tree: string): boolean {
+  return containsNode(new TreeReader(tree).read(), (node) => node.type === 'VAR' && node.fields.get('varattno') === '0');
+}
+
+function containsNode(value: TreeValue, test: (node: TreeNode) => boolean): boolean {
+  if (typeof value === 'string') return false;
+  if (Array.isArray(value)) return value.some((item) => containsNode(item, test));
+  if (test(value)) return true;
+  for (const field of value.fields.values()) if (containsNode(field, test)) return true;
+  return false;
+}
+
 function readInteger(node: TreeNode, field: string): number {
   const value = node.fields.get(field);
   const number = typeof value === 'string' ? Number(value) : NaN;

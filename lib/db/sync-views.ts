@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import { inferViewCollection, viewSelectSql, wrapViewQuery, type ViewColumn } from '../schema/view-schema.js';
-import { readColumnOrigins } from './read-query-origins.js';
+import { inferViewCollection, viewSelectSql, wrapViewQuery, type ReadColumn, type ViewColumn } from '../schema/view-schema.js';
+import { readColumnOrigins, readsWholeRows } from './read-query-origins.js';
 
 /**
  * The temporary view a query is asked about: temporary objects belong to the session, so this
@@ -69,12 +69,12 @@ async function inferViews(trx: Knex.Transaction, options: { views: readonly Coll
   const statements: string[] = [];
   for (const view of options.views) {
     const probe = await probeQuery(trx, view, wrapViewQuery(view.viewQuery ?? ''));
-    const later = probe.reads.find((table) => declared.get(table)?.type === 'view' && !done.has(table));
+    const later = probe.relations.find((table) => declared.get(table)?.type === 'view' && !done.has(table));
     if (later !== undefined) {
       throw new SchemaError(`collection "${view.name}": its viewQuery reads the view collection "${later}", declared after it (or itself); declare "${later}" first`);
     }
     const sourceOf = (table: string) => done.get(table) ?? (declared.get(table)?.type === 'base' ? declared.get(table) : undefined);
-    const complete = inferViewCollection({ view, columns: probe.columns, sourceOf });
+    const complete = inferViewCollection({ view, columns: probe.columns, reads: probe.reads, sourceOf });
     const select = viewSelectSql(complete, probe.columns);
     if (options.create) {
       const statement = `CREATE VIEW ${q(view.table)} AS ${select}`;
@@ -88,10 +88,11 @@ async function inferViews(trx: Knex.Transaction, options: { views: readonly Coll
   return { views: done, statements };
 }
 
-/** What the database says of a query: its columns (name, type, origin) and the relations of this schema it reads. */
+/** What the database says of a query: its columns (name, type, origin), the relations of this schema it reads, and their columns it reads. */
 interface ProbedQuery {
   readonly columns: ViewColumn[];
-  readonly reads: string[];
+  readonly relations: string[];
+  readonly reads: ReadColumn[];
 }
 
 /**
@@ -115,17 +116,22 @@ async function probeQuery(trx: Knex.Transaction, view: CollectionSchema, select:
      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
     [origins.map((o) => o.position), origins.map((o) => o.table), origins.map((o) => o.column)],
   );
-  const reads: { rows: { relname: string }[] } = await trx.raw(
-    `SELECT DISTINCT c.relname FROM pg_rewrite r
+  // The rule depends on each relation it reads, and on each of their columns it reads anywhere in the query (refobjsubid).
+  const depends: { rows: { relname: string; attname: string | null }[] } = await trx.raw(
+    `SELECT DISTINCT c.relname, a.attname FROM pg_rewrite r
      JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
      JOIN pg_class c ON c.oid = d.refobjid
+     LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.refobjsubid AND d.refobjsubid > 0
      WHERE r.ev_class = ${oid} AND c.oid <> ${oid} AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
   );
   await trx.raw(`DROP VIEW ${q(PROBE_VIEW)}`);
   const sources = new Map(named.rows.map((row) => [row.position, { table: row.relname, column: row.attname }]));
+  const relations = [...new Set(depends.rows.map((row) => row.relname))];
+  const wholeRows = readsWholeRows(rule.rows[0]?.tree ?? '()');
   return {
     columns: columns.rows.map((row) => ({ name: row.name, dataType: row.type, ...(sources.has(row.position) ? { source: sources.get(row.position)! } : {}) })),
-    reads: reads.rows.map((row) => row.relname),
+    relations,
+    reads: wholeRows ? relations.map((table) => ({ table })) : depends.rows.flatMap((row) => (row.attname === null ? [] : [{ table: row.relname, column: row.attname }])),
   };
 }
 

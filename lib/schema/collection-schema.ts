@@ -41,6 +41,8 @@ export interface CollectionSchema {
   readonly type: 'base' | 'view';
   /** A view's SELECT, as declared. */
   readonly viewQuery?: string;
+  /** A view's computed columns shown although its query reads a hidden field (lib/schema/view-schema.ts). */
+  readonly shownColumns?: readonly string[];
   /** A field by name, system fields included. */
   field(name: string): FieldSchema | undefined;
 }
@@ -71,7 +73,7 @@ const MAX_IDENTIFIER = 63;
 
 /** The keys each part of a definition may have: anything else is a typo or another product's option. */
 const COLLECTION_KEYS = ['name', 'id', 'type', 'fields', 'rules', 'indexes'];
-const VIEW_KEYS = ['name', 'id', 'type', 'viewQuery', 'rules'];
+const VIEW_KEYS = ['name', 'id', 'type', 'viewQuery', 'rules', 'shownColumns'];
 const RULE_KEYS = ['list', 'view', 'create', 'update', 'delete'];
 const INDEX_KEYS = ['fields', 'unique'];
 
@@ -229,8 +231,13 @@ function checkViewCollection(def: ViewCollectionDefinition): CollectionSchema {
   if (typeof def.viewQuery !== 'string' || def.viewQuery.trim() === '') {
     throw new SchemaError(`${where}: a view collection needs "viewQuery", a SELECT statement`);
   }
+  const shown: unknown = def.shownColumns;
+  if (shown !== undefined && (!Array.isArray(shown) || shown.some((name) => typeof name !== 'string' || !FIELD_NAME.test(name)))) {
+    throw new SchemaError(`${where}: shownColumns must be an array of the viewQuery's column names`);
+  }
   const fields = [SYSTEM_FIELDS[0]];
-  return { id: checkCollectionId(def), name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, fields, rules: checkRules(def.name, def), indexes: [], field: lookupFields(fields) };
+  const rules = checkRules(def.name, def);
+  return { id: checkCollectionId(def), name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, ...(shown !== undefined ? { shownColumns: [...(shown as string[])] } : {}), fields, rules, indexes: [], field: lookupFields(fields) };
 }
 
 /** What the schema sync learnt of a view's columns (lib/schema/view-schema.ts): its fields, and the system dates it selects. */

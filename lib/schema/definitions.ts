@@ -81,6 +81,12 @@ export interface ViewCollectionDefinition {
   viewQuery: string;
   /** `list` and `view`; a view is read-only, so `create`, `update` and `delete` may only be `null` (as PocketBase exports them). */
   rules?: CollectionRules;
+  /**
+   * Columns the query computes (not copies of a field) to show although it reads a hidden field:
+   * without this, every computed column of such a view is hidden, since it may carry the hidden
+   * value (`lower(secret)`).
+   */
+  shownColumns?: string[];
   /** Inferred from the query: declaring them is refused. */
   fields?: undefined;
   indexes?: undefined;

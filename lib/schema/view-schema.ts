@@ -19,6 +19,16 @@ export interface ViewColumn {
   readonly source?: { readonly table: string; readonly column: string };
 }
 
+/**
+ * A column of a table (or of a view) that a view's query reads anywhere: its columns, WHERE, JOIN,
+ * GROUP BY, subqueries and CTEs. No `column`: every column of the table, which a whole-row
+ * reference (`row_to_json(t)`, `to_jsonb(t)`) reads.
+ */
+export interface ReadColumn {
+  readonly table: string;
+  readonly column?: string;
+}
+
 /** The alias of the host's query inside the view's SELECT. */
 const SOURCE_ALIAS = '_rb_view_source';
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -47,6 +57,16 @@ function selectFromQuery(list: string, query: string): string {
   return `SELECT ${list} FROM (\n${body}\n) AS ${q(SOURCE_ALIAS)}`;
 }
 
+/** What a view's fields are inferred from: the view, what the database says of its query, and the collections declared before it. */
+export interface ViewInference {
+  readonly view: CollectionSchema;
+  readonly columns: readonly ViewColumn[];
+  /** The table columns the query reads anywhere. */
+  readonly reads: readonly ReadColumn[];
+  /** A declared base collection, or a view collection completed before this one, by table name. */
+  sourceOf(table: string): CollectionSchema | undefined;
+}
+
 /**
  * The fields a view's columns make (after PocketBase's `CreateViewFields`):
  * - `id` is required, and is the record id whatever its type (read as text);
@@ -54,16 +74,21 @@ function selectFromQuery(list: string, query: string): string {
  *   field, with every option (a relation, a file, a select's values, `hidden`), under its new name;
  * - a column that copies a collection's `id` is a single relation to that collection;
  * - `created` and `updated` of a date type are the system dates, as on a table;
- * - any other column has the type of its SQL type: text, number, bool, date, else json.
+ * - any other column has the type of its SQL type: text, number, bool, date, else json. Where
+ *   the query reads a hidden field anywhere, such a computed column is hidden too (it may carry
+ *   the value: `lower(secret)`), unless the view lists it in `shownColumns`.
  * Refuses a view without `id`, a column no field could be named after (`?column?`: name it with
- * AS) and a column named as a record key.
+ * AS), a column named as a record key, and a `shownColumns` entry that is no column or copies a
+ * hidden field.
  */
-export function inferViewFields(options: { view: CollectionSchema; columns: readonly ViewColumn[]; sourceOf(table: string): CollectionSchema | undefined }): InferredViewFields {
+export function inferViewFields(options: ViewInference): InferredViewFields {
   const { view, columns } = options;
   const where = `collection "${view.name}"`;
   if (!columns.some((c) => c.name === 'id')) {
     throw new SchemaError(`${where}: its viewQuery has no "id" column, which every view needs (as in PocketBase); select a unique value per row AS id, for example (ROW_NUMBER() OVER ())::text AS id`);
   }
+  const shown = checkShownColumns(options);
+  const hideComputed = readsHiddenField(options);
   const fields: FieldDefinition[] = [];
   const systemDates: ('created' | 'updated')[] = [];
   for (const column of columns) {
@@ -78,9 +103,35 @@ export function inferViewFields(options: { view: CollectionSchema; columns: read
       systemDates.push(column.name);
       continue;
     }
-    fields.push(definition);
+    // Postgres names the origin of a plain copy only; of an expression it says no more than what the whole query reads.
+    const hidden = column.source === undefined && hideComputed && !shown.has(column.name);
+    fields.push(hidden ? { ...definition, hidden: true } : definition);
   }
   return { fields, systemDates };
+}
+
+/** Whether the query reads a hidden field of a collection (a whole-row reference reads all of them). */
+function readsHiddenField(options: ViewInference): boolean {
+  return options.reads.some(({ table, column }) => {
+    const source = options.sourceOf(table);
+    if (source === undefined) return false;
+    return column === undefined ? source.fields.some((f) => f.hidden) : source.field(column)?.hidden === true;
+  });
+}
+
+/** The view's `shownColumns`, each a column of its query that is not a copy of a hidden field. */
+function checkShownColumns(options: ViewInference): Set<string> {
+  const { view, columns } = options;
+  const shown = new Set(view.shownColumns ?? []);
+  for (const name of shown) {
+    const column = columns.find((c) => c.name === name);
+    if (column === undefined) throw new SchemaError(`collection "${view.name}": shownColumns names "${name}", which its viewQuery does not select`);
+    const copied = column.source && options.sourceOf(column.source.table)?.field(column.source.column);
+    if (copied?.hidden) {
+      throw new SchemaError(`collection "${view.name}": shownColumns names "${name}", a copy of the hidden field "${column.source!.table}.${copied.name}", which stays hidden in a view`);
+    }
+  }
+  return shown;
 }
 
 /** One column's field declaration (see inferViewFields). */
@@ -95,7 +146,7 @@ function defineColumn(column: ViewColumn, sourceOf: (table: string) => Collectio
 }
 
 /** A view collection completed with the fields its columns make (inferViewFields). */
-export function inferViewCollection(options: { view: CollectionSchema; columns: readonly ViewColumn[]; sourceOf(table: string): CollectionSchema | undefined }): CollectionSchema {
+export function inferViewCollection(options: ViewInference): CollectionSchema {
   return buildViewCollection(options.view, inferViewFields(options));
 }
 

@@ -69,6 +69,18 @@ function collections(): CollectionDefinition[] {
     },
     // no rules: superusers only; a trailing semicolon
     { name: 'closed', type: 'view', viewQuery: 'SELECT p.id, p.title FROM posts p;' },
+    // columns computed from the hidden notes.pin, every way a query can read it: open to guests
+    {
+      name: 'note_hints',
+      type: 'view',
+      viewQuery: `WITH pins AS (SELECT x.id, x.pin FROM notes x)
+        SELECT n.id, n.text, lower(n.pin) AS lowered, COALESCE(n.pin, '') AS coalesced, row_to_json(n) ->> 'pin' AS whole_row,
+          (SELECT max(x.pin) FROM notes x) AS top_pin, (SELECT p.pin FROM pins p WHERE p.id = n.id) || '' AS from_cte, length(n.text) AS text_length
+        FROM notes n`,
+      rules: { list: '', view: '' },
+    },
+    // a view of that view: a copy of its hidden column, and an expression over it
+    { name: 'hint_echo', type: 'view', viewQuery: 'SELECT h.id, h.lowered AS copied, upper(h.lowered) AS shouted FROM note_hints h', rules: { list: '', view: '' } },
   ];
 }
 
@@ -245,6 +257,22 @@ describe.each(testEngines())('view collections on %s', (engine) => {
     expect((await get(`my_notes/records/${ids.noteA}`, 'root')).body.pin).toBe('1111');
   });
 
+  test('attack: a column computed from a hidden field is hidden too, in the view and in a view of it (issue 41, finding 7)', async () => {
+    const computed = ['lowered', 'coalesced', 'whole_row', 'top_pin', 'from_cte', 'text_length'];
+    const guest = await get(`note_hints/records/${ids.noteA}`);
+    expect(guest.status).toBe(200);
+    expect(guest.body).toEqual({ collectionId: expect.stringMatching(/^pbc_/), collectionName: 'note_hints', id: ids.noteA, text: 'secret-of-alice' });
+    for (const name of computed) {
+      expect((await get(`note_hints/records?filter=${name}="1111"`)).status).toBe(400);
+      expect((await get(`note_hints/records?sort=${name}`, 'alice')).status).toBe(400);
+    }
+    expect((await get(`hint_echo/records/${ids.noteA}`, 'alice')).body).toEqual({ collectionId: expect.stringMatching(/^pbc_/), collectionName: 'hint_echo', id: ids.noteA });
+    expect((await get('hint_echo/records?filter=shouted="1111"')).status).toBe(400);
+    const root = await get(`note_hints/records/${ids.noteA}`, 'root');
+    expect(root.body).toMatchObject({ lowered: '1111', coalesced: '1111', whole_row: '1111', top_pin: '2222', from_cte: '1111', text_length: 15 });
+    expect((await get(`hint_echo/records/${ids.noteA}`, 'root')).body).toMatchObject({ copied: '1111', shouted: '1111' });
+  });
+
   test("attack: expand into a view goes through the view's view rule", async () => {
     const expandedBy = async (who: string) => {
       const res = await get('pins/records?expand=note&sort=label', who);
@@ -415,6 +443,24 @@ describe.each(testEngines())('view collections and the schema sync on %s', (engi
     await expect(router.ready).rejects.toThrow(message);
     expect(await viewOid('v')).toBeNull();
     expect(await viewOid('posts')).toBeNull();
+  });
+
+  test('shownColumns shows a computed column of a view that reads a hidden field, never a copy of one (issue 41, finding 7)', async () => {
+    const accounts: CollectionDefinition = { name: 'accounts', fields: [{ name: 'name', type: 'text' }, { name: 'secret', type: 'text', hidden: true }], rules: { list: '', view: '' } };
+    const query = 'SELECT a.id, a.name, lower(a.secret) AS hint, length(a.name) AS name_length FROM accounts a';
+    const router = start([accounts, view(query, { shownColumns: ['name_length'] })]);
+    await router.ready;
+    await router.api.collection('accounts').create({ name: 'Alice', secret: 'S3CRET' }, { as: 'superuser' });
+    const [guest] = await router.api.collection('v').getFullList();
+    expect(guest).toEqual({ collectionId: expect.stringMatching(/^pbc_/), collectionName: 'v', id: expect.any(String), name: 'Alice', name_length: 5 });
+    await expect(router.api.collection('v').getFullList({ filter: 'hint = "s3cret"' })).rejects.toMatchObject({ status: 400 });
+    expect((await router.api.collection('v').getFullList({ as: 'superuser' }))[0]).toMatchObject({ hint: 's3cret', name_length: 5 });
+
+    const copy = start([accounts, view('SELECT a.id, a.secret FROM accounts a', { shownColumns: ['secret'] })]);
+    await expect(copy.ready).rejects.toThrow('collection "v": shownColumns names "secret", a copy of the hidden field "accounts.secret", which stays hidden in a view');
+    const typo = start([accounts, view(query, { shownColumns: ['name_lenght'] })]);
+    await expect(typo.ready).rejects.toThrow('collection "v": shownColumns names "name_lenght", which its viewQuery does not select');
+    expect(() => start([accounts, view(query, { shownColumns: 'name_length' } as never)])).toThrow("collection \"v\": shownColumns must be an array of the viewQuery's column names");
   });
 
   test("a rule that reads a view's fields is checked at ready, naming the rule", async () => {
