@@ -415,8 +415,13 @@ export function buildOpenApiDocument(registry: SchemaRegistry, options: OpenApiO
         tags: ['files'],
         operationId: 'getFileToken',
         summary: 'A short-lived file token',
-        description: 'A token for ?token= on protected file URLs, valid for 180 seconds, so that a long-lived token need not sit in a URL.',
+        description:
+          'A token for ?token= on protected file URLs, valid for 180 seconds, so that a long-lived token need not sit in a URL. Without a body (as the SDK sends it) it also downloads backups for a superuser; with {"scope": "files"} it opens protected files only (what a page should put in its image URLs).',
         security: [{ bearerToken: [] }, { rawToken: [] }],
+        requestBody: {
+          required: false,
+          content: { [JSON_TYPE]: { schema: { type: 'object', properties: { scope: { type: 'string', enum: ['files'], description: 'files: a token that opens protected files and nothing else.' } } } } },
+        },
         responses: responses({ 200: { description: 'The token.', ...jsonContent(ref('FileToken')) } }, ['Unauthorized']),
       },
     },
