@@ -3,12 +3,12 @@ import type { DatabaseContext } from '../db/database-context.js';
 import type { RecordValues } from '../db/record-store.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isFileInput, prepareFileInputs, type FileInput } from '../files/file-inputs.js';
-import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { createFieldError } from '../schema/coerce-value.js';
 import { parseModifierKey } from '../schema/field-modifiers.js';
 import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from './present-records.js';
+import { readPageSize, readPaging } from './read-paging.js';
 import type { OperationContext, RecordService, ScopedRecordService, WriteInput } from './record-service.js';
 import type { ApiOptions, CollectionApi, ListOptions, RecordListPage, RecordModel, RecordsApi, WriteBody } from './records-api.js';
 import type { WriteUnit } from './write-unit.js';
@@ -56,11 +56,12 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       return (await d.presenter.present({ collection: d.collection, records, caller: view.caller, shape: view.shape, store: d.service.storeOf(context(d)) })) as RecordModel[];
     }
 
-    async function getList(page = 1, perPage = DEFAULT_PER_PAGE, options: ListOptions = {}): Promise<RecordListPage> {
+    async function getList(page?: number, perPage?: number, options: ListOptions = {}): Promise<RecordListPage> {
       const d = await resolve();
+      const paging = readPaging({ page, perPage, skipTotal: options.skipTotal }, d);
       const shape = parseResponseShape(options);
       const caller = callerFor(options, 'GET');
-      const query = { page: Math.max(1, Math.trunc(page) || 1), perPage: Math.min(Math.max(1, Math.trunc(perPage) || DEFAULT_PER_PAGE), d.maxPerPage), skipTotal: options.skipTotal === true, filter: options.filter, sort: options.sort };
+      const query = { ...paging, filter: options.filter, sort: options.sort };
       const result = await scoped(d, caller).list(d.collection, query);
       return { page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items: await present(d, result.items, { caller, shape }) };
     }
@@ -85,12 +86,12 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       getList: (page, perPage, options) => getList(page, perPage, options),
       async getFullList(options = {}) {
         const d = await deps();
-        const batch = Math.min(Math.max(1, Math.trunc(options.batch ?? FULL_LIST_BATCH)), d.maxPerPage);
+        const batch = readPageSize(options.batch, { name: 'batch', fallback: FULL_LIST_BATCH, max: d.maxPerPage });
         const all: RecordModel[] = [];
         for (let page = 1; ; page++) {
           const result = await getList(page, batch, { ...options, skipTotal: true });
           all.push(...result.items);
-          if (result.items.length < batch) return all;
+          if (result.items.length < result.perPage) return all;
         }
       },
       async getFirstListItem(filter, options = {}) {

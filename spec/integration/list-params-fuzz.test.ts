@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { BadRequestError } from '../../lib/index.js';
 import { ALICE, ROOT, queryCollections, seedQueryData } from '../support/query-fixtures.js';
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
@@ -45,6 +46,22 @@ const query = fc.record(
   { requiredKeys: [] },
 );
 
+/**
+ * Paging values as the server API takes them; HTTP sends each as `String(value)`. Odd ones
+ * (issue 42, B3): negative, zero, fractions, NaN, infinities, integers past 2^53, and pages whose
+ * offset leaves the safe integers.
+ */
+const PAGING_NUMBERS = [-5, -1, 0, -0, 1, 2, 3, 7, 30, 1000, 1001, 2.5, -2.5, 0.5, 1e-7, NaN, Infinity, -Infinity, 1e21, -1e21, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), 3e14, 4e14];
+const pagingValue = fc.oneof(fc.constantFrom(...PAGING_NUMBERS), fc.integer({ min: -50, max: 1100 }), fc.double());
+
+/** What a list call answered: its paging and ids, or its error (status and message). */
+type PagingOutcome = { page: number; perPage: number; totalItems: number; totalPages: number; ids: string[] } | { status: number; message: string };
+
+/** A page of records as an outcome: everything but the records' other fields. */
+function pageOutcome(list: { page: number; perPage: number; totalItems: number; totalPages: number; items: { id: string }[] }): PagingOutcome {
+  return { page: list.page, perPage: list.perPage, totalItems: list.totalItems, totalPages: list.totalPages, ids: list.items.map((item) => item.id) };
+}
+
 describe.each(testEngines())('list parameters fuzz on %s', (engine) => {
   let app: TestApp;
   const statements: string[] = [];
@@ -89,5 +106,63 @@ describe.each(testEngines())('list parameters fuzz on %s', (engine) => {
     expect(seen[400]).toBeGreaterThan(NUM_RUNS / 10);
     // and the SQL check saw the statements it guards
     expect(statementsSeen).toBeGreaterThanOrEqual(seen[200]);
+  }, 120_000);
+
+  /** The same paging over HTTP (each value as `String(value)`, absent when undefined) as a superuser. */
+  async function listOverHttp(paging: { page?: unknown; perPage?: unknown; skipTotal?: unknown }): Promise<PagingOutcome> {
+    const params: Record<string, string> = {};
+    for (const [name, value] of Object.entries(paging)) if (value !== undefined) params[name] = String(value);
+    const res = await app.http.get('/backend/api/collections/articles/records').query(params).set(ROOT);
+    if (res.status !== 200) return { status: res.status, message: res.body.message };
+    return pageOutcome(res.body);
+  }
+
+  /** The same paging through the server API's getList, as the superuser. */
+  async function listThroughApi(paging: { page?: unknown; perPage?: unknown; skipTotal?: unknown }): Promise<PagingOutcome> {
+    try {
+      const list = await app.router.api.collection('articles').getList(paging.page as number, paging.perPage as number, { as: 'superuser', skipTotal: paging.skipTotal as boolean });
+      return pageOutcome(list);
+    } catch (err) {
+      if (err instanceof BadRequestError) return { status: err.status, message: err.message };
+      throw err;
+    }
+  }
+
+  test.each([
+    ['perPage -5: the default page size', { perPage: -5 }, { page: 1, perPage: 30, totalItems: 6 }],
+    ['perPage 0: the default page size', { perPage: 0 }, { page: 1, perPage: 30, totalItems: 6 }],
+    ['perPage 2.5: a 400', { perPage: 2.5 }, { status: 400 }],
+    ['perPage NaN: a 400', { perPage: NaN }, { status: 400 }],
+    ['perPage Infinity: a 400', { perPage: Infinity }, { status: 400 }],
+    ['perPage 1001: capped at maxPerPage', { perPage: 1001 }, { page: 1, perPage: 1000, totalItems: 6 }],
+    ['perPage 2^53: a 400', { perPage: 2 ** 53 }, { status: 400 }],
+    ['page -5: page 1', { page: -5, perPage: 2 }, { page: 1, perPage: 2, totalItems: 6 }],
+    ['page 2.5: a 400', { page: 2.5 }, { status: 400 }],
+    ['page 4e14 of 30: past the safe offsets, a 400', { page: 4e14, perPage: 30 }, { status: 400 }],
+    ['page 3e14 of 1: an empty page', { page: 3e14, perPage: 1 }, { page: 3e14, perPage: 1, ids: [] }],
+    ['skipTotal "yes": a 400', { skipTotal: 'yes' }, { status: 400 }],
+    ['skipTotal "True": true', { skipTotal: 'True' }, { totalItems: -1, totalPages: -1 }],
+  ])('%s, the same over HTTP and through the server API', async (_name, paging, expected) => {
+    const overHttp = await listOverHttp(paging);
+    expect(overHttp).toMatchObject(expected);
+    expect(await listThroughApi(paging)).toEqual(overHttp);
+  });
+
+  test('any page, perPage and skipTotal: HTTP and the server API give the same page or the same 400', async () => {
+    const seen = { page: 0, error: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.record({ page: pagingValue, perPage: pagingValue, skipTotal: fc.boolean() }, { requiredKeys: [] }), async (paging) => {
+        const overHttp = await listOverHttp(paging);
+        expect(await listThroughApi(paging)).toEqual(overHttp);
+        if ('status' in overHttp) {
+          expect(overHttp.status).toBe(400);
+          seen.error++;
+        } else seen.page++;
+      }),
+      { numRuns: NUM_RUNS },
+    );
+    // both answers were compared, not only one kind
+    expect(seen.page).toBeGreaterThan(NUM_RUNS / 10);
+    expect(seen.error).toBeGreaterThan(NUM_RUNS / 10);
   }, 120_000);
 });

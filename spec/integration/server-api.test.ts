@@ -2,7 +2,7 @@ import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { fileFromPath, ForbiddenError, NotFoundError, RecordbaseError, ValidationError, type CollectionDefinition, type RecordHooks } from '../../lib/index.js';
+import { BadRequestError, fileFromPath, ForbiddenError, NotFoundError, RecordbaseError, ValidationError, type CollectionDefinition, type RecordHooks } from '../../lib/index.js';
 import { listFilesUnder, readStoredFile } from '../support/file-fixtures.js';
 import { ALICE, P, ROOT } from '../support/query-fixtures.js';
 import { createMemoryLogger, startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
@@ -141,6 +141,20 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
       expect(all.every((n) => 'secret' in n)).toBe(true);
       expect((await notes().getFirstListItem(`id = "${theirs.id}"`, { as: bob })).title).toBe('not yours');
       await expect(notes().getFirstListItem(`id = "${theirs.id}"`, { as: alice })).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    test('getFullList reads `batch` as getList reads perPage: 0 or less is the default, a fraction, NaN or Infinity a BadRequestError (issue 42, B3)', async () => {
+      for (const title of ['batch 1', 'batch 2', 'batch 3']) await notes().create({ title }, { as: alice });
+      const everyId = (await notes().getList(1, 1000, { as: 'superuser', sort: 'created' })).items.map((n) => n.id);
+      expect(everyId.length).toBeGreaterThanOrEqual(3);
+      for (const batch of [-5, 0, 1, 2, 5000]) {
+        expect((await notes().getFullList({ as: 'superuser', sort: 'created', batch })).map((n) => n.id)).toEqual(everyId);
+      }
+      for (const batch of [NaN, 2.5, Infinity]) {
+        const outcome = await settleWithin(notes().getFullList({ as: 'superuser', batch }), 10_000);
+        expect(outcome).toBeInstanceOf(BadRequestError);
+        expect(outcome).toMatchObject({ status: 400, code: 'invalid_parameter', message: expect.stringContaining('"batch"') });
+      }
     });
 
     test('update takes modifiers, expand and fields; delete cascades and answers true', async () => {
@@ -343,3 +357,16 @@ describe.each(testEngines())('server API and hooks on %s', (engine) => {
     });
   });
 });
+
+/** What `promise` settled with (its value or its error), or a note that it had not settled within `ms`. */
+async function settleWithin(promise: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(`not settled within ${ms} ms`), ms);
+  });
+  try {
+    return await Promise.race([promise.catch((err: unknown) => err), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
