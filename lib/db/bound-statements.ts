@@ -38,8 +38,9 @@ export interface FairnessLimits {
 
 /**
  * A statement whose client left is cancelled once it has run this long. Shorter ones finish: for
- * the embedded engine a cancel restarts its worker (a few tenths of a second), dearer than a short
- * statement; on Postgres it costs a connection to the server.
+ * the embedded engine a cancel restarts its worker, which every client waits for (docs/limits.md,
+ * "How a statement is cancelled"), dearer than a short statement; on Postgres it costs a
+ * connection to the server.
  */
 export const ABANDONED_STATEMENT_GRACE_MS = 500;
 

@@ -43,8 +43,9 @@ export class StatementBudget {
 
 /**
  * Raised once when the client of a unit of work has gone. What an AbortSignal would do here,
- * for a fraction of its cost: the router makes one per request and every statement listens to
- * it (EventTarget's listeners and the AbortController itself were measurable per request).
+ * with only the flag and the listeners it needs: the router makes one per request and every
+ * statement listens to it, where an AbortController brings an EventTarget, its event objects and
+ * their dispatch.
  */
 export class ClientGone {
   private raised = false;

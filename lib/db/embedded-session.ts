@@ -24,9 +24,9 @@ async function startWorker(data: Omit<EmbeddedWorkerData, 'assets'>): Promise<Wo
 
 /**
  * PGlite's WebAssembly, compiled once per process, and its file-system bundle, read once: every
- * worker gets them instead of loading its own (a new in-memory database, or a worker replaced
- * after a timeout, starts about a third sooner). Undefined if this PGlite keeps its files
- * elsewhere: each worker then loads its own, as PGlite does by default.
+ * worker gets them instead of loading its own, so a new in-memory database, or a worker replaced
+ * after a timeout, starts without compiling or reading them again. Undefined if this PGlite keeps
+ * its files elsewhere: each worker then loads its own, as PGlite does by default.
  */
 function loadPgliteAssets(): Promise<EmbeddedAssets | undefined> {
   const { WebAssembly } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<unknown> } };
@@ -103,8 +103,8 @@ export class EmbeddedSession {
 
   /**
    * A worker started ahead, loaded and waiting for `start({ spare })` to tell it which database to
-   * open: a restart on it skips the thread's start-up and module loading (about a fifth of a
-   * restart). It does not keep the process alive; terminate it when it is not used.
+   * open: a restart on it skips the thread's start-up and module loading, part of what every
+   * client waits for. It does not keep the process alive; terminate it when it is not used.
    */
   static async startSpare(): Promise<Worker> {
     const worker = await startWorker({ spare: true });

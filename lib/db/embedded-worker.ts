@@ -56,19 +56,19 @@ const IDLE = 0x49;
 
 /**
  * Settings added to PGlite's own start parameters. `shared_buffers`: PGlite's 128 MB are zeroed at
- * every start (Emscripten's mmap), a large part of each worker restart (a restart is what a
- * statement timeout costs every client); 32 MB start sooner, and scans are no slower (a scan of
- * more than a quarter of the buffers reads through a small ring of them anyway, so large tables
- * never lived in them).
+ * every start (Emscripten's mmap), and every worker restart pays for it (a restart is what a
+ * statement timeout costs every client); 32 MB leave a quarter as much to zero, and scans lose
+ * nothing (a scan of more than a quarter of the buffers reads through a small ring of them
+ * anyway, so large tables never lived in them).
  */
 const START_SETTINGS = ['-c', 'shared_buffers=32MB'];
 
 /**
  * How long the session must be idle before a database on disk is checkpointed. A standalone
  * Postgres has no checkpointer: without this, the next restart (a statement timeout) replays
- * every write since the engine opened, a second or more after a large import where a
- * checkpointed folder opens in half a second. A checkpoint of what a second of writes left is
- * tens of milliseconds, taken while nobody waits.
+ * every write since the engine opened, which after a large import takes longer than opening the
+ * folder itself (docs/limits.md, "How a statement is cancelled"). A checkpoint after an idle
+ * second writes only what that second left, and is taken while nobody waits.
  */
 const IDLE_CHECKPOINT_MS = 1_000;
 /** The simple-query message `CHECKPOINT`, sent through the protocol path the client's own statements take. */

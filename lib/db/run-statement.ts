@@ -40,7 +40,7 @@ const TIMESTAMPTZ_OID = 1184;
  * record-format text, made from Postgres's text without a Date in between (readRow passes it
  * through); any other timestamptz text, and every other type, as the connection parses it.
  * Every row of every read has two or more dates, and parsing them into Dates only to format them
- * back was the largest part of row decoding.
+ * back would be work thrown away on every one.
  */
 function recordTypes(connection: unknown): TypeParsers | undefined {
   if (typeof connection !== 'object' || connection === null || typeof (connection as Partial<TypeParsers>).getTypeParser !== 'function') return undefined;
@@ -58,9 +58,8 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
  * from the pool (or the transaction's own), acquired within `context` so that the statement is
  * bounded by it (bound-statements.ts), `client.query` (which positions the bindings, emits
  * Knex's `query` event and goes through `_query`, where the bounds apply), then the connection
- * back. The builder and runner are most of what Knex costs per statement; what recordbase sends
- * is plain text it assembled itself anyway. With `held` (runTransaction's), on that connection,
- * which stays held.
+ * back. The builder and runner exist to write SQL text, and what recordbase sends is plain text
+ * it assembled itself. With `held` (runTransaction's), on that connection, which stays held.
  */
 export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
   const client = db.client as unknown as StatementClient;
@@ -89,8 +88,8 @@ export interface HeldConnection {
  * every statement of `work` (runStatement with the held connection) and its COMMIT are bounded by
  * it: COMMIT when `work` resolves; ROLLBACK when it throws, then its error (or the ROLLBACK's,
  * when that fails, as Knex's transaction reports); then the connection goes back. The same
- * statements as Knex's transaction sends, without the Knex instance it builds per transaction
- * (makeKnex, about 30-60 µs a transaction): recordbase's statements need only the connection.
+ * statements as Knex's transaction sends, without the Knex instance it builds for every
+ * transaction (makeKnex): recordbase's statements need only the connection.
  */
 export async function runTransaction<T>(db: Knex, context: DatabaseContext, work: (held: HeldConnection) => Promise<T>): Promise<T> {
   const client = db.client as unknown as StatementClient;

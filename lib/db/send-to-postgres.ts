@@ -33,11 +33,11 @@ function postgresQueryClass(client: { driver?: unknown }): PostgresQueryClass | 
  * What Knex's Postgres `_query` does (the statement to node-postgres; its answer as
  * `obj.response`, `obj` as the result) without copying the query's settings twice on the way:
  * Knex merges `options` into a new config object, which node-postgres then copies through its
- * property descriptors (`cloneQueryConfig`), about 1 µs a statement, the largest single item of
- * a view by id that the baseline's `pool.query(text, values)` skips. The query is made from the
- * text as that call makes it, then given the statement's name and type parsers as node-postgres's
- * constructor would have. Undefined (the caller takes Knex's path) for settings other than those
- * two, or a node-postgres whose query is not built as this expects.
+ * property descriptors (`cloneQueryConfig`) on every statement, a copy that a plain
+ * `pool.query(text, values)` never makes. The query is made from the text as that call makes
+ * it, then given the statement's name and type parsers as node-postgres's constructor would
+ * have. Undefined (the caller takes Knex's path) for settings other than those two, or a
+ * node-postgres whose query is not built as this expects.
  */
 function sendToPostgres(Query: PostgresQueryClass, connection: unknown, obj: KnexQueryObject): Promise<unknown> | undefined {
   const options = obj.options;

@@ -83,9 +83,9 @@ export const renderThumbnail: ThumbnailFunction = async (input) => {
 
 /**
  * `renderThumbnail` for several specs of one original: the original is decoded once and every
- * thumbnail is cut from that bitmap, which is most of the work saved (a 40 MP png takes half a
- * second to decode and half a gigabyte while it does). The decoded bitmap is never changed:
- * each spec crops and resizes into new buffers.
+ * thumbnail is cut from that bitmap, which is most of the work saved: a decode costs time and
+ * memory in proportion to the original's pixels, not the thumbnail's. The decoded bitmap is never
+ * changed: each spec crops and resizes into new buffers.
  */
 export const renderThumbnailBatch: ThumbnailBatchFunction = async (input) => {
   const { data, mimeType, specs } = input;

@@ -51,7 +51,7 @@ export async function spoolToFile(source: Readable, options: { target: string; m
   // The write stream owns the descriptor from here and closes it when the pipeline ends, either
   // way (autoClose); nothing else may close it, since a closed number can be reused at once. A
   // numeric descriptor, not a FileHandle: its writes are fs.write callbacks, where a FileHandle's
-  // go through a promise each, garbage for every chunk (docs/benchmarks.md, "Known to be slow").
+  // go through a promise each, garbage for every chunk.
   const sink = createWriteStream('', { fd });
   try {
     await pipeline(source, sink);

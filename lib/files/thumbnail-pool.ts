@@ -33,7 +33,7 @@ export interface ThumbnailPoolOptions {
   jobTimeoutMs?: number;
   /**
    * How long a worker may sit idle before it is stopped (default 30 s); the next job starts a new
-   * one (tens of milliseconds). An idle worker holds its own V8 heap and jimp: thumbnails are made
+   * one. An idle worker holds its own V8 heap and jimp: thumbnails are made
    * once per file and size, so most of the time there is nothing to render and no reason to keep
    * that memory.
    */

@@ -1,9 +1,9 @@
 /**
  * Entry point of a thumbnail worker thread (started by thumbnail-pool.ts). Decoding and resizing
- * are synchronous CPU work of up to seconds per image; doing it here keeps the server's event loop
- * free. Protocol: the pool posts `{ id, input }` (one original, several specs) and the worker
- * answers `{ id, results }` (one per spec) or `{ id, error }` when the original itself cannot be
- * used (a message only: stacks stay inside), one job at a time.
+ * are synchronous CPU work that grows with the image's pixels; doing it here keeps the server's
+ * event loop free. Protocol: the pool posts `{ id, input }` (one original, several specs) and the
+ * worker answers `{ id, results }` (one per spec) or `{ id, error }` when the original itself
+ * cannot be used (a message only: stacks stay inside), one job at a time.
  */
 import { parentPort } from 'node:worker_threads';
 import { renderThumbnailBatch, type ThumbnailBatchInput, type ThumbnailBatchResult } from './render-thumbnail.js';

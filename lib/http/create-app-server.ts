@@ -7,9 +7,9 @@
  * the app. On V8, every property added to an object after its prototype changed gets a hidden
  * class (map) of its own: each request then makes fresh maps for the properties Express, its
  * router and every middleware add, the code that reads them meets a new map every time, and the
- * maps and what they reference outlive the request into V8's old generation. Under load that is
- * several mark-compacts a second, whose cost grows with the process's live heap
- * (docs/benchmarks.md, "What `createAppServer` changes"; expressjs/express#5998).
+ * maps and what they reference outlive the request into V8's old generation. Under load that
+ * means frequent mark-compacts, whose cost grows with the process's live heap
+ * (docs/configuration.md, "Serving the app: createAppServer"; expressjs/express#5998).
  *
  * Node's server can construct `req` and `res` from classes it is given. When their prototypes
  * are the app's, Express's `setPrototypeOf` finds the prototype already in place and changes
@@ -46,7 +46,7 @@ export interface AppServerClasses {
  */
 export function appServerClasses(app: PrototypedApp): AppServerClasses {
   // Two ways to give Node's object the app's prototype from birth; which is cheaper is V8's
-  // business, so `constructWithNewTarget` picks the one measured cheaper on the running V8.
+  // business, so `constructWithNewTarget` picks one by the running V8's version.
   function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
     if (constructWithNewTarget) return Reflect.construct(http.IncomingMessage, [socket], AppRequest) as IncomingMessage;
     http.IncomingMessage.call(this, socket);
@@ -69,9 +69,9 @@ const callableConstructors = [http.IncomingMessage, http.ServerResponse].every((
  * Reflect.construct makes with another `new.target` a hidden class of its own, the cost this
  * module avoids, so there the constructor is called on `new AppRequest`'s object. V8 12.4
  * (Node 22) and 13.6 (Node 24) share that class, and there calling the constructor on
- * `new AppRequest`'s object cost more: on Node 24, 40-49 µs of CPU per hello-world Express
- * request against 31-40 µs through Reflect.construct, with half again as many scavenges. A
- * constructor that is a `class` cannot be called, so it always goes through Reflect.construct.
+ * `new AppRequest`'s object costs more CPU and more scavenges than Reflect.construct
+ * (bench/HISTORY.md, "Numbers from the code's comments"). A constructor that is a `class`
+ * cannot be called, so it always goes through Reflect.construct.
  */
 const constructWithNewTarget = !callableConstructors || Number(process.versions.v8.split('.')[0]) >= 12;
 
