@@ -143,6 +143,41 @@ export async function countUnfitValues(trx: Knex.Transaction, table: string, fit
   return { count: Number(row.n), ...(row.example !== null ? { example: row.example } : {}) };
 }
 
+/** One page of a column's values in id order, after the id `after`, each as the kind's row reader reads it. */
+export async function readColumnPage(trx: Knex.Transaction, options: { table: string; column: string; kind: StorageKind; after: string; limit: number }): Promise<{ id: string; value: unknown }[]> {
+  const { table, column, kind } = options;
+  const rows: { id: string; value: unknown }[] = await trx.select('id', `${column} as value`).from(table).where('id', '>', options.after).orderBy('id').limit(options.limit);
+  return rows.map((row) => ({ id: row.id, value: STORAGE_KINDS[kind].readColumn(row.value) }));
+}
+
+/** Sets a column to its kind's empty value in the records `ids`. */
+export async function clearColumnValues(trx: Knex.Transaction, options: { table: string; column: string; kind: StorageKind; ids: readonly string[] }): Promise<void> {
+  const spec = STORAGE_KINDS[options.kind];
+  await trx.raw(`UPDATE ${q(options.table)} SET ${q(options.column)} = CAST(? AS ${spec.bindCast}) WHERE "id" = ANY(?::text[])`, [spec.toColumn(spec.emptyValue()) as Knex.Value, [...options.ids]]);
+}
+
+/** The savepoint runUnderSavepoint takes: one at a time, as a migration's helpers run one after another. */
+const HELPER_SAVEPOINT = 'rb_migration_helper';
+
+/**
+ * Runs `work` under a savepoint of the migration's transaction: when it throws, what it changed
+ * is undone and the transaction stays usable, so a migration that catches a helper's refusal
+ * goes on from where it was before the helper.
+ */
+export async function runUnderSavepoint<T>(trx: Knex.Transaction, work: () => Promise<T>): Promise<T> {
+  await trx.raw(`SAVEPOINT ${HELPER_SAVEPOINT}`);
+  let result: T;
+  try {
+    result = await work();
+  } catch (error) {
+    await trx.raw(`ROLLBACK TO SAVEPOINT ${HELPER_SAVEPOINT}`);
+    await trx.raw(`RELEASE SAVEPOINT ${HELPER_SAVEPOINT}`);
+    throw error;
+  }
+  await trx.raw(`RELEASE SAVEPOINT ${HELPER_SAVEPOINT}`);
+  return result;
+}
+
 /**
  * Changes a column to the column of storage kind `to`, each value becoming `using` (SQL over the
  * row's columns; NULL becomes the kind's empty value where the kind refuses NULL). recordbase's

@@ -10,6 +10,7 @@ import {
   reconcileAppliedCollections,
   renameCollectionColumn,
   renameCollectionTable,
+  runUnderSavepoint,
   updateAppliedFields,
   type TableShape,
 } from '../db/reshape-collections.js';
@@ -18,6 +19,7 @@ import type { CollectionSchema } from '../schema/collection-schema.js';
 import { SYSTEM_FIELD_NAMES } from '../schema/collection-schema.js';
 import { findStorageConversion, storageKindOfDataType, storageKindOfType } from '../schema/storage-conversions.js';
 import { quoteIdent as q } from '../sql-fragment.js';
+import { checkConvertedValues } from './check-converted-values.js';
 import type { MigrationContext } from './migration-definition.js';
 import { createTransactionRecords, type MigrationServices } from './transaction-records.js';
 
@@ -96,11 +98,14 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
 
     async changeFieldType(collection, field, options = {}) {
       const helper = `changeFieldType("${collection}", "${field}")`;
+      const invalid = options.invalid ?? 'fail';
+      if (invalid !== 'fail' && invalid !== 'clear') throw new SchemaError(`${helper}: invalid must be 'fail' or 'clear'`);
       const shape = await requireTable(helper, collection);
-      if (shape === undefined) return;
+      if (shape === undefined) return { cleared: 0 };
       requireColumn(helper, shape, collection, field);
-      const target = declaredCollection(collection)?.field(field);
-      if (target === undefined || target.system) throw new SchemaError(`${helper}: the field is not declared; declare it with its new type, then convert it`);
+      const declared = declaredCollection(collection);
+      const target = declared?.field(field);
+      if (declared === undefined || target === undefined || target.system) throw new SchemaError(`${helper}: the field is not declared; declare it with its new type, then convert it`);
       const recorded = (await readAppliedCollections(trx)).get(collection)?.fields.find((f) => f.name === field);
       const from = (recorded && storageKindOfType(recorded.type, recorded.multiple)) ?? storageKindOfDataType(shape.columns.get(field)!);
       let using = options.using;
@@ -120,8 +125,22 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
         }
         if (from !== target.storage) using = conversion.using(q(field));
       }
-      if (using !== undefined) await changeColumnKind(trx, { table: collection, column: field, to: target.storage, using });
+      const convert = using;
+      const refused = await runUnderSavepoint(trx, async () => {
+        if (convert !== undefined) await changeColumnKind(trx, { table: collection, column: field, to: target.storage, using: convert });
+        const found = await checkConvertedValues(trx, { collection: declared, field: target, storedNames: recorded?.type === 'file', clear: invalid === 'clear' });
+        if (found.count > 0 && invalid === 'fail') {
+          throw new SchemaError(
+            `${helper}: ${found.count} record(s) hold values a field of type ${target.type} refuses (record "${found.example!.id}" among them: ${found.example!.message}); correct them first (m.sql or m.records), or pass { invalid: 'clear' } to empty them`,
+          );
+        }
+        return found;
+      });
       await updateAppliedFields(trx, collection, (fields) => fields.map((f) => (f.name === field ? { name: field, type: target.type, multiple: target.multiple } : f)));
+      if (refused.cleared > 0) {
+        services.logger.info(`migration "${name}": ${helper} cleared ${refused.cleared} value(s) a field of type ${target.type} refuses (record "${refused.example!.id}" among them: ${refused.example!.message})`);
+      }
+      return { cleared: refused.cleared };
     },
 
     async dropField(collection, field) {

@@ -13,6 +13,18 @@ export interface ChangeFieldTypeOptions {
    * storage kinds, where there is one (docs/collections.md lists them).
    */
   using?: string;
+  /**
+   * What to do with converted values the field's type refuses (a `javascript:` text converted to
+   * a url, a select's unknown value): `'fail'` (the default) fails the migration, counting them
+   * and naming a record; `'clear'` sets each to the field's empty value, and the report counts them.
+   */
+  invalid?: 'fail' | 'clear';
+}
+
+/** What `m.changeFieldType` did beyond the conversion. */
+export interface ChangeFieldTypeReport {
+  /** Records whose value the field's type refused and `invalid: 'clear'` emptied (0 otherwise). */
+  cleared: number;
 }
 
 /**
@@ -27,8 +39,8 @@ export interface MigrationContext {
   renameCollection(from: string, to: string): Promise<void>;
   /** Renames a field's column; its values and indexes follow. */
   renameField(collection: string, from: string, to: string): Promise<void>;
-  /** Converts a field's column to the type the field is now declared with. */
-  changeFieldType(collection: string, field: string, options?: ChangeFieldTypeOptions): Promise<void>;
+  /** Converts a field's column to the type the field is now declared with; every value is then checked as that type checks a write. */
+  changeFieldType(collection: string, field: string, options?: ChangeFieldTypeOptions): Promise<ChangeFieldTypeReport>;
   /** Drops a field's column and its values. The field must no longer be declared. */
   dropField(collection: string, field: string): Promise<void>;
   /** Drops a collection's table and its records (its stored files stay). The collection must no longer be declared. */
@@ -45,9 +57,10 @@ export interface MigrationContext {
 
 /** A migration's module: what a file of the migrations folder default-exports. */
 export interface MigrationModule {
-  up(m: MigrationContext): Promise<void> | void;
+  /** Its changes; what it resolves with is ignored (so `(m) => m.changeFieldType(...)` is one). */
+  up(m: MigrationContext): Promise<unknown> | void;
   /** Undoes `up` (`recordbase migrate down`). */
-  down?(m: MigrationContext): Promise<void> | void;
+  down?(m: MigrationContext): Promise<unknown> | void;
 }
 
 /** A migration given in an array: a module with its name (migrations apply in name order). */

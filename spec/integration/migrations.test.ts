@@ -288,6 +288,86 @@ describe.each(testEngines())('migrations on %s', (engine) => {
     }
   }, 60_000);
 
+  test("attack: changeFieldType never leaves a value the new type refuses: text to url with a guest's javascript: fails naming the field, a record and the count (issue 41, finding 8)", async () => {
+    await seedReleaseOne();
+    const seeded = await start(db, dataDir, { collections: releaseOne() });
+    let guestNote = '';
+    try {
+      await seeded.router.ready;
+      guestNote = (await seeded.http.post('/backend/api/collections/notes/records').send({ title: 'Guest Note', body: 'javascript:alert(document.cookie)' }).expect(200)).body.id as string;
+    } finally {
+      await seeded.close();
+    }
+    await db.db('notes').update({ body: 'https://example.com/ok' }).where({ title: 'First Note' });
+    const asUrl = withNotesField({ name: 'body', type: 'url' });
+    const refused = await start(db, dataDir, { collections: asUrl, migrations: [{ name: 'to_url', up: (m) => m.changeFieldType('notes', 'body') }] });
+    try {
+      await expect(refused.router.ready).rejects.toThrow(
+        new RegExp(`changeFieldType\\("notes", "body"\\): 2 record\\(s\\) hold values a field of type url refuses \\(record "[a-z0-9]{15}" among them: Must be a valid url\\.\\)`),
+      );
+    } finally {
+      await refused.close();
+    }
+    // Nothing changed: the values, and recordbase's record of the field's type.
+    expect((await db.db('notes').select('body').where({ id: guestNote }))[0].body).toBe('javascript:alert(document.cookie)');
+    const recorded = (await db.db(META_TABLE).select('fields').where({ name: 'notes' }))[0].fields as { name: string; type: string }[];
+    expect(recorded.find((f) => f.name === 'body')!.type).toBe('text');
+
+    const reports: unknown[] = [];
+    const cleared = await start(db, dataDir, { collections: asUrl, migrations: [{ name: 'to_url', up: async (m) => void reports.push(await m.changeFieldType('notes', 'body', { invalid: 'clear' })) }] });
+    try {
+      await cleared.router.ready;
+      expect(reports).toEqual([{ cleared: 2 }]);
+      expect(cleared.logger.lines.some((line) => /changeFieldType\("notes", "body"\) cleared 2 value\(s\) a field of type url refuses/.test(line))).toBe(true);
+      const list = await cleared.http.get('/backend/api/collections/notes/records?sort=title').expect(200);
+      expect(list.body.items.map((r: { title: string; body: string }) => [r.title, r.body])).toEqual([
+        ['First Note', 'https://example.com/ok'],
+        ['Guest Note', ''],
+        ['Second Note', ''],
+      ]);
+    } finally {
+      await cleared.close();
+    }
+  }, 120_000);
+
+  test('changeFieldType checks every kind whose validation is stricter than its column: email, select, relation ids (issue 41, finding 8)', async () => {
+    await seedReleaseOne();
+    await db.db('notes').update({ obsolete: 'not an email', body: 'c' }).where({ title: 'First Note' });
+    await db.db('notes').update({ obsolete: 'ada@example.com', body: 'a' }).where({ title: 'Second Note' });
+    const declared: Record<string, FieldDefinition> = {
+      obsolete: { name: 'obsolete', type: 'email' },
+      body: { name: 'body', type: 'select', values: ['a', 'b'], maxSelect: 2 },
+      title: { name: 'title', type: 'relation', collection: 'people' },
+    };
+    const stricter = releaseOne().map((c) => (c.name === 'notes' && c.type !== 'view' ? { ...c, fields: c.fields!.map((f) => declared[f.name] ?? f) } : c));
+    const messages: string[] = [];
+    const probe = await start(db, dataDir, {
+      collections: stricter,
+      migrations: [
+        {
+          name: 'stricter',
+          async up(m) {
+            for (const field of Object.keys(declared)) await m.changeFieldType('notes', field).catch((error: Error) => messages.push(error.message));
+          },
+        },
+      ],
+    });
+    try {
+      // The migration caught each refusal and committed; the sync then finds the declared types unapplied.
+      await expect(probe.router.ready).rejects.toThrow(/type change from text to email cannot be applied safely/);
+    } finally {
+      await probe.close();
+    }
+    // A caught refusal undid its own conversion (body's column had become jsonb for the select's list).
+    expect(await columnsOf(db, 'notes')).toMatchObject({ obsolete: 'text', body: 'text', title: 'text' });
+    expect(await db.db('notes').select('body').orderBy('title')).toEqual([{ body: 'c' }, { body: 'a' }]);
+    expect(messages).toEqual([
+      expect.stringMatching(/^changeFieldType\("notes", "obsolete"\): 1 record\(s\) hold values a field of type email refuses \(record "[a-z0-9]{15}" among them: Must be a valid email address\.\)/),
+      expect.stringMatching(/^changeFieldType\("notes", "body"\): 1 record\(s\) hold values a field of type select refuses \(record "[a-z0-9]{15}" among them: Invalid value "c"\.\)/),
+      expect.stringMatching(/^changeFieldType\("notes", "title"\): 2 record\(s\) hold values a field of type relation refuses/),
+    ]);
+  }, 120_000);
+
   test('on a database recordbase never synced, the reshaping helpers do nothing and the sync makes the collections', async () => {
     const router = await start(db, dataDir, { collections: releaseTwo(), migrations: [toReleaseTwo] });
     try {
