@@ -17,14 +17,13 @@ import {
 import { SchemaError } from '../errors.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { SYSTEM_FIELD_NAMES } from '../schema/collection-schema.js';
+import { isCollectionName, isFieldName, isReservedName, RESERVED_NAME_PREFIXES } from '../schema/collection-names.js';
 import { findStorageConversion, storageKindOfDataType, storageKindOfType } from '../schema/storage-conversions.js';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { checkConvertedValues } from './check-converted-values.js';
 import type { MigrationContext } from './migration-definition.js';
 import { createTransactionRecords, type MigrationServices } from './transaction-records.js';
 
-const COLLECTION_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** One migration's context, and what ends it once its transaction is over. */
 export interface MigrationRun {
@@ -51,7 +50,7 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
 
   /** The table a helper works on; undefined when there is nothing to do on a fresh database. */
   async function requireTable(helper: string, collection: string): Promise<TableShape | undefined> {
-    checkName(helper, 'collection', collection, COLLECTION_NAME);
+    checkName(helper, 'collection', collection);
     const shape = await readTableShape(trx, collection);
     if (shape?.kind === 'view') throw new SchemaError(`${helper}: "${collection}" is a view collection, which holds no records of its own; change its query in the declaration instead`);
     if (shape !== undefined) return shape;
@@ -63,7 +62,7 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
   }
 
   function requireColumn(helper: string, shape: TableShape, collection: string, field: string): void {
-    checkName(helper, 'field', field, FIELD_NAME);
+    checkName(helper, 'field', field);
     if ((SYSTEM_FIELD_NAMES as readonly string[]).includes(field)) throw new SchemaError(`${helper}: "${field}" is a system field, which no migration changes`);
     if (!shape.columns.has(field)) throw new SchemaError(`${helper}: collection "${collection}" has no field "${field}" in the database`);
   }
@@ -72,8 +71,7 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
     name,
     async renameCollection(from, to) {
       const helper = `renameCollection("${from}", "${to}")`;
-      checkName(helper, 'collection', to, COLLECTION_NAME);
-      if (to.startsWith('_rb') || to.startsWith('_recordbase')) throw new SchemaError(`${helper}: names starting with "_rb" or "_recordbase" are reserved`);
+      checkName(helper, 'collection', to);
       if ((await requireTable(helper, from)) === undefined) return;
       if ((await readTableShape(trx, to)) !== undefined) throw new SchemaError(`${helper}: "${to}" already exists in the database`);
       const recorded = (await readAppliedCollections(trx)).get(from);
@@ -91,7 +89,7 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
       const shape = await requireTable(helper, collection);
       if (shape === undefined) return;
       requireColumn(helper, shape, collection, from);
-      checkName(helper, 'field', to, FIELD_NAME);
+      checkName(helper, 'field', to);
       if ((SYSTEM_FIELD_NAMES as readonly string[]).includes(to) || shape.columns.has(to)) throw new SchemaError(`${helper}: collection "${collection}" already has a column "${to}"`);
       await renameCollectionColumn(trx, { table: collection, from, to });
     },
@@ -154,7 +152,7 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
 
     async dropCollection(collection) {
       const helper = `dropCollection("${collection}")`;
-      checkName(helper, 'collection', collection, COLLECTION_NAME);
+      checkName(helper, 'collection', collection);
       const shape = await readTableShape(trx, collection);
       if (declaredCollection(collection) !== undefined) throw new SchemaError(`${helper}: the collection is still declared, and the sync would make it again empty; remove it first`);
       if (shape === undefined) {
@@ -177,6 +175,13 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
   return { context, finish: (outcome) => records.finish(outcome) };
 }
 
-function checkName(helper: string, what: string, name: unknown, pattern: RegExp): void {
-  if (typeof name !== 'string' || !pattern.test(name)) throw new SchemaError(`${helper}: ${JSON.stringify(name)} is not a valid ${what} name`);
+/**
+ * Refuses a name a helper is given that no collection or field may have (lib/schema/collection-names.ts:
+ * the pattern, the 63 characters, recordbase's reserved prefixes), saying which.
+ */
+function checkName(helper: string, what: 'collection' | 'field', name: unknown): void {
+  const valid = what === 'collection' ? typeof name === 'string' && !isReservedName(name) && isCollectionName(name) : isFieldName(name);
+  if (valid) return;
+  const reserved = typeof name === 'string' && what === 'collection' && isReservedName(name);
+  throw new SchemaError(`${helper}: ${JSON.stringify(name)} is not a valid ${what} name${reserved ? ` (names starting with ${RESERVED_NAME_PREFIXES.map((p) => `"${p}"`).join(' or ')} are reserved)` : ''}`);
 }

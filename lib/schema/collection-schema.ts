@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
 import type { CollectionDefinition, FieldDefinition, Rule, ViewCollectionDefinition } from './definitions.js';
+import { checkCollectionId, checkCollectionName, checkFieldName, isFieldName, MAX_IDENTIFIER } from './collection-names.js';
 import { checkFieldBase, FIELD_BASE_KEYS } from './field-type-spec.js';
 import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
 
@@ -65,11 +66,6 @@ export interface SchemaRegistry {
 /** Names every record carries; no declared field may use them. */
 export const SYSTEM_FIELD_NAMES = ['id', 'created', 'updated', 'collectionId', 'collectionName', 'expand'] as const;
 
-const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const COLLECTION_ID = /^[A-Za-z0-9_]{1,63}$/;
-/** Postgres truncates identifiers beyond 63 bytes; refusing them keeps names unambiguous. */
-const MAX_IDENTIFIER = 63;
 
 /** The keys each part of a definition may have: anything else is a typo or another product's option. */
 const COLLECTION_KEYS = ['name', 'id', 'type', 'fields', 'rules', 'indexes'];
@@ -107,9 +103,7 @@ export function deriveCollectionId(name: string): string {
 function checkField(collection: string, def: FieldDefinition, names: Set<string>): DeclaredFieldSchema {
   const where = `collection "${collection}", field "${String(def?.name)}"`;
   if (!def || typeof def !== 'object') throw new SchemaError(`collection "${collection}": every field must be an object`);
-  if (typeof def.name !== 'string' || !FIELD_NAME.test(def.name) || def.name.length > MAX_IDENTIFIER) {
-    throw new SchemaError(`${where}: a field name must match [A-Za-z_][A-Za-z0-9_]* (at most ${MAX_IDENTIFIER} characters)`);
-  }
+  checkFieldName(where, def.name);
   if ((SYSTEM_FIELD_NAMES as readonly string[]).includes(def.name)) {
     throw new SchemaError(`${where}: "${def.name}" is a system field and cannot be declared`);
   }
@@ -183,33 +177,35 @@ export function shortenIdentifier(name: string): string {
   return name.slice(0, MAX_IDENTIFIER - 9) + '_' + hash;
 }
 
+/**
+ * Checks one declared collection, as PocketBase's validator does: what every collection shares
+ * first, whatever its type (an object, its name by lib/schema/collection-names.ts, its type, its
+ * keys, its id), then what its type asks.
+ */
 function checkCollection(def: CollectionDefinition): CollectionSchema {
   if (!def || typeof def !== 'object') throw new SchemaError('every collection must be an object');
-  if (def.type === 'view') return checkViewCollection(def);
-  if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name) || def.name.length > MAX_IDENTIFIER) {
-    throw new SchemaError(`collection "${String(def.name)}": a collection name must match [a-z_][a-z0-9_]* (at most ${MAX_IDENTIFIER} characters)`);
+  const where = `collection "${String(def.name)}"`;
+  checkCollectionName(where, def.name);
+  const type = def.type ?? 'base';
+  if (type !== 'base' && type !== 'view') throw new SchemaError(`${where}: unknown type "${String(type)}" (base, the default, or view)`);
+  if (type === 'view') {
+    // Keys a base collection has, refused with what to do instead of as unknown ones.
+    if ((def as { fields?: unknown }).fields !== undefined) throw new SchemaError(`${where}: a view collection's fields are inferred from its viewQuery; remove "fields"`);
+    if ((def as { indexes?: unknown }).indexes !== undefined) throw new SchemaError(`${where}: a view collection cannot have indexes`);
   }
-  if (def.name.startsWith('_rb') || def.name.startsWith('_recordbase')) {
-    throw new SchemaError(`collection "${def.name}": names starting with "_rb" or "_recordbase" are reserved`);
-  }
-  checkKnownKeys(`collection "${def.name}"`, def, COLLECTION_KEYS);
-  if (def.type !== undefined && def.type !== 'base') {
-    throw new SchemaError(`collection "${def.name}": unknown type "${String(def.type)}" (base, the default, or view)`);
-  }
-  const id = checkCollectionId(def);
+  checkKnownKeys(where, def, type === 'view' ? VIEW_KEYS : COLLECTION_KEYS);
+  const id = def.id ?? deriveCollectionId(def.name);
+  checkCollectionId(where, id);
+  return type === 'view' ? checkViewCollection(def as ViewCollectionDefinition, id) : checkBaseCollection(def, id);
+}
+
+/** A base collection's own part: its fields (system fields first), rules and indexes. */
+function checkBaseCollection(def: CollectionDefinition, id: string): CollectionSchema {
   if (def.fields !== undefined && !Array.isArray(def.fields)) throw new SchemaError(`collection "${def.name}": "fields" must be an array`);
   const names = new Set<string>();
   const fields = [...SYSTEM_FIELDS, ...(def.fields ?? []).map((f) => checkField(def.name, f, names))];
   const field = lookupFields(fields);
   return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), indexes: checkIndexes(def, field), field };
-}
-
-function checkCollectionId(def: CollectionDefinition): string {
-  const id = def.id ?? deriveCollectionId(def.name);
-  if (typeof id !== 'string' || !COLLECTION_ID.test(id)) {
-    throw new SchemaError(`collection "${def.name}": id must match [A-Za-z0-9_]{1,63}`);
-  }
-  return id;
 }
 
 function lookupFields(fields: readonly FieldSchema[]): (name: string) => FieldSchema | undefined {
@@ -218,26 +214,22 @@ function lookupFields(fields: readonly FieldSchema[]): (name: string) => FieldSc
 }
 
 /**
- * Checks a view collection's definition. Its fields come from the database once the view exists
- * (buildViewCollection); until then it has its `id`, which every view must select.
+ * A view collection's own part: its query, shown columns and rules. Its fields come from the
+ * database once the view exists (buildViewCollection); until then it has its `id`, which every
+ * view must select.
  */
-function checkViewCollection(def: ViewCollectionDefinition): CollectionSchema {
+function checkViewCollection(def: ViewCollectionDefinition, id: string): CollectionSchema {
   const where = `collection "${def.name}"`;
-  if ((def as { fields?: unknown }).fields !== undefined) {
-    throw new SchemaError(`${where}: a view collection's fields are inferred from its viewQuery; remove "fields"`);
-  }
-  if ((def as { indexes?: unknown }).indexes !== undefined) throw new SchemaError(`${where}: a view collection cannot have indexes`);
-  checkKnownKeys(where, def, VIEW_KEYS);
   if (typeof def.viewQuery !== 'string' || def.viewQuery.trim() === '') {
     throw new SchemaError(`${where}: a view collection needs "viewQuery", a SELECT statement`);
   }
   const shown: unknown = def.shownColumns;
-  if (shown !== undefined && (!Array.isArray(shown) || shown.some((name) => typeof name !== 'string' || !FIELD_NAME.test(name)))) {
+  if (shown !== undefined && (!Array.isArray(shown) || shown.some((name) => !isFieldName(name)))) {
     throw new SchemaError(`${where}: shownColumns must be an array of the viewQuery's column names`);
   }
   const fields = [SYSTEM_FIELDS[0]];
   const rules = checkRules(def.name, def);
-  return { id: checkCollectionId(def), name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, ...(shown !== undefined ? { shownColumns: [...(shown as string[])] } : {}), fields, rules, indexes: [], field: lookupFields(fields) };
+  return { id, name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, ...(shown !== undefined ? { shownColumns: [...(shown as string[])] } : {}), fields, rules, indexes: [], field: lookupFields(fields) };
 }
 
 /** What the schema sync learnt of a view's columns (lib/schema/view-schema.ts): its fields, and the system dates it selects. */

@@ -7,6 +7,7 @@
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import { assembleSchemaRegistry, buildViewCollection, type CollectionSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
+import { isFieldName } from './collection-names.js';
 import type { FieldDefinition } from './definitions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
@@ -31,7 +32,6 @@ export interface ReadColumn {
 
 /** The alias of the host's query inside the view's SELECT. */
 const SOURCE_ALIAS = '_rb_view_source';
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keys every record carries besides its fields: a column of that name would be hidden behind them. */
 const RECORD_KEYS = ['collectionId', 'collectionName', 'expand'];
 
@@ -93,7 +93,7 @@ export function inferViewFields(options: ViewInference): InferredViewFields {
   const systemDates: ('created' | 'updated')[] = [];
   for (const column of columns) {
     if (column.name === 'id') continue;
-    if (!FIELD_NAME.test(column.name) || column.name.length > 63) {
+    if (!isFieldName(column.name)) {
       throw new SchemaError(`${where}: the viewQuery's column "${column.name}" cannot be a field name ([A-Za-z_][A-Za-z0-9_]*); name it with AS`);
     }
     if (RECORD_KEYS.includes(column.name)) throw new SchemaError(`${where}: the viewQuery's column "${column.name}" has the name of a record key; rename it with AS`);

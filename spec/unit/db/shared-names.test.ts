@@ -3,6 +3,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as sharedNames from '../../../lib/db/shared-names.js';
 import { quoteIdent } from '../../../lib/sql-fragment.js';
+import { isReservedName } from '../../../lib/schema/collection-names.js';
+import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 
 const LIB = fileURLToPath(new URL('../../../lib/', import.meta.url));
 /** Postgres cuts identifiers (and channel names) at 63 bytes: two longer names could end up one. */
@@ -58,6 +60,13 @@ describe('shared names (every name instances on one database share)', () => {
       expect(() => quoteIdent(name)).not.toThrow();
       expect(Buffer.byteLength(name)).toBeLessThanOrEqual(MAX_IDENTIFIER_BYTES);
     }
+  });
+
+  test("every table, index, function and trigger recordbase shares starts with a prefix no collection may take (lib/schema/collection-names.ts)", () => {
+    const objects = [...namesOf('relations'), ...namesOf('functions'), ...namesOf('triggers')].map(([, value]) => value as string);
+    expect(objects.length).toBeGreaterThan(10);
+    expect(objects.filter((name) => !isReservedName(name))).toEqual([]);
+    for (const name of objects) expect(() => buildSchemaRegistry([{ name, type: 'view', viewQuery: 'SELECT 1 AS id' }])).toThrow(/reserved/);
   });
 
   test('keys of the settings table are distinct, the file-token secret among them', () => {
