@@ -1,9 +1,11 @@
 /**
- * A table cell's content by field type. Every value is attacker-written data, so it is rendered
- * as text (Preact makes text nodes); files become thumbnails from the API, relations the labels
- * of the records they point at when the list expanded them.
+ * The table cells, one per shape of value; the table in field-kinds.ts names which a field type
+ * uses. Every value is attacker-written data, so it is rendered as text (Preact makes text
+ * nodes); files become thumbnails from the API, relations the labels of the records they point
+ * at when the list expanded them.
  */
 import type { Api, CollectionInfo, FieldInfo, RecordData } from './api.js';
+import { asList } from './field-drafts.js';
 import { html } from './html.js';
 import { formatValue, isImageName, recordLabel } from './record-label.js';
 
@@ -16,18 +18,37 @@ export interface CellContext {
   fileToken: string;
 }
 
+/** A cell's record, field and context. */
+export interface CellProps {
+  record: RecordData;
+  field: FieldInfo;
+  context: CellContext;
+}
+
 const MAX_TEXT = 120;
 
 function shorten(text: string): string {
   return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text;
 }
 
-function asList(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String);
-  return typeof value === 'string' && value !== '' ? [value] : [];
+/** A value as one line of text, cut to fit a column. */
+export function TextCell(props: CellProps) {
+  return shorten(formatValue(props.record[props.field.name]));
 }
 
-function FileCell(props: { record: RecordData; field: FieldInfo; context: CellContext }) {
+/** A flag as yes or no. */
+export function FlagCell(props: CellProps) {
+  return props.record[props.field.name] === true ? 'yes' : 'no';
+}
+
+/** A point as "lon, lat". */
+export function PointCell(props: CellProps) {
+  const point = props.record[props.field.name] as { lon?: number; lat?: number } | null;
+  return point ? `${point.lon ?? 0}, ${point.lat ?? 0}` : '';
+}
+
+/** A file field's images as thumbnails, its other files by name. */
+export function FileCell(props: CellProps) {
   const { record, field, context } = props;
   const token = field.protected === true ? context.fileToken : '';
   return html`<span class="files">${asList(record[field.name]).map((name) =>
@@ -37,7 +58,8 @@ function FileCell(props: { record: RecordData; field: FieldInfo; context: CellCo
   )}</span>`;
 }
 
-function RelationCell(props: { record: RecordData; field: FieldInfo; context: CellContext }) {
+/** A relation's records by their labels where the list expanded them, else by id. */
+export function RelationCell(props: CellProps) {
   const { record, field, context } = props;
   const expanded = record.expand?.[field.name];
   const related = Array.isArray(expanded) ? expanded : expanded ? [expanded] : [];
@@ -48,24 +70,4 @@ function RelationCell(props: { record: RecordData; field: FieldInfo; context: Ce
       return found ? recordLabel(found, target) : id;
     })
     .join(', ')}</span>`;
-}
-
-/** The content of one cell. */
-export function Cell(props: { record: RecordData; field: FieldInfo; context: CellContext }) {
-  const { record, field } = props;
-  const value = record[field.name];
-  switch (field.type) {
-    case 'file':
-      return html`<${FileCell} ...${props} />`;
-    case 'relation':
-      return html`<${RelationCell} ...${props} />`;
-    case 'bool':
-      return value === true ? 'yes' : 'no';
-    case 'geoPoint': {
-      const point = value as { lon?: number; lat?: number } | null;
-      return point ? `${point.lon ?? 0}, ${point.lat ?? 0}` : '';
-    }
-    default:
-      return shorten(formatValue(value));
-  }
 }

@@ -8,7 +8,8 @@ import { useState } from 'preact/hooks';
 import { ApiError, type Api, type CollectionInfo, type RecordData } from './api.js';
 import { ConfirmDialog, Modal } from './dialogs.js';
 import { FieldControl } from './field-controls.js';
-import { DraftError, draftsOf, editableFields, fromDraft, type Draft, type FileDraft } from './field-drafts.js';
+import { DraftError, editableFields, type Draft, type FileDraft } from './field-drafts.js';
+import { draftsOf, fieldKind, fromDraft } from './field-kinds.js';
 import { html } from './html.js';
 
 export interface EditorProps {
@@ -25,7 +26,7 @@ export interface EditorProps {
 
 /** The request body of a save, or the errors that keep it from being sent. */
 function buildBody(props: EditorProps, drafts: Record<string, Draft>): { body?: object | FormData; errors: Record<string, string> } {
-  const fields = editableFields(props.collection.fields).filter((f) => f.type !== 'autodate');
+  const fields = editableFields(props.collection.fields).filter((f) => fieldKind(f).sent);
   const errors: Record<string, string> = {};
   const values: Record<string, unknown> = {};
   for (const field of fields) {
@@ -102,6 +103,7 @@ export function Editor(props: EditorProps) {
       ${fields.map(
         (field) => html`<${FieldControl}
           key=${field.name}
+          kind=${fieldKind(field)}
           api=${api}
           collections=${props.collections}
           field=${field}

@@ -1,7 +1,9 @@
 /**
- * One editor control per field type, each named by its field (its label), its help text and
- * any error tied to it with aria-describedby, and aria-invalid when the server refused it.
+ * The editor's controls, one per shape of field (the table in field-kinds.ts names which a field
+ * type uses), and the frame of every field: its label, help text and any error tied to the
+ * control with aria-describedby, and aria-invalid when the server refused it.
  */
+import type { ComponentChild } from 'preact';
 import type { Api, CollectionInfo, FieldInfo, RecordData } from './api.js';
 import type { Draft, FileDraft, PointDraft } from './field-drafts.js';
 import { holdsList } from './field-drafts.js';
@@ -9,6 +11,7 @@ import { html } from './html.js';
 import { isImageName } from './record-label.js';
 import { RelationPicker } from './relation-picker.js';
 
+/** What the editor hands each field. */
 export interface FieldControlProps {
   api: Api;
   collections: CollectionInfo[];
@@ -22,12 +25,91 @@ export interface FieldControlProps {
   onChange: (draft: Draft) => void;
 }
 
+/** A control's props: the field's, the control's element id and the ids of what describes it. */
+export interface ControlProps extends FieldControlProps {
+  id: string;
+  describedBy: string | undefined;
+}
+
+/** How a field type is edited: its control, and whether the field's name labels it (`<label for>`) or its parts name themselves. */
+export interface ControlKind {
+  Control: (props: ControlProps) => ComponentChild;
+  labelled: boolean;
+}
+
 const inputValue = (e: Event) => (e.target as HTMLInputElement).value;
 
-/** The input types of the text-like fields. */
-const TEXT_INPUTS: Record<string, string> = { text: 'text', email: 'email', url: 'url', date: 'text', number: 'number' };
+/** The attributes that tie a control to its field: id, description, and the server's refusal. */
+function describeControl(props: ControlProps) {
+  return { id: props.id, 'aria-describedby': props.describedBy, 'aria-invalid': props.error ? 'true' : undefined };
+}
 
-function FileControl(props: FieldControlProps & { id: string; describedBy: string }) {
+/** A one-line input of a text-like field, whose draft is what the user typed. */
+export function makeTextInput(input: { type: string; step?: string; placeholder?: string }): ControlKind['Control'] {
+  return function TextInput(props: ControlProps) {
+    return html`<input
+      ...${describeControl(props)}
+      type=${input.type}
+      step=${input.step}
+      placeholder=${input.placeholder}
+      readOnly=${props.readOnly}
+      value=${props.draft as string}
+      onInput=${(e: Event) => props.onChange(inputValue(e))}
+    />`;
+  };
+}
+
+/** A text area of the given height, for text that runs over lines. */
+export function makeTextArea(rows: number): ControlKind['Control'] {
+  return function TextArea(props: ControlProps) {
+    return html`<textarea ...${describeControl(props)} rows=${rows} readOnly=${props.readOnly} value=${props.draft as string} onInput=${(e: Event) => props.onChange(inputValue(e))} />`;
+  };
+}
+
+/** A value the server sets: shown, never edited. */
+export function ReadOnlyInput(props: ControlProps) {
+  return html`<input ...${describeControl(props)} type="text" readOnly value=${props.draft as string} />`;
+}
+
+/** A flag as a checkbox. */
+export function Checkbox(props: ControlProps) {
+  return html`<input ...${describeControl(props)} type="checkbox" disabled=${props.readOnly} checked=${props.draft as boolean} onChange=${(e: Event) => props.onChange((e.target as HTMLInputElement).checked)} />`;
+}
+
+/** A select's values: a list box for a multiple select, else a drop-down with "(none)". */
+export function SelectControl(props: ControlProps) {
+  const { field, draft, readOnly } = props;
+  const common = describeControl(props);
+  const values = (field.values as string[] | undefined) ?? [];
+  if (holdsList(field)) {
+    const onChange = (e: Event) => props.onChange([...(e.target as HTMLSelectElement).selectedOptions].map((o) => o.value));
+    return html`<select ...${common} multiple disabled=${readOnly} onChange=${onChange}>
+      ${values.map((v) => html`<option key=${v} value=${v} selected=${(draft as string[]).includes(v)}>${v}</option>`)}
+    </select>`;
+  }
+  return html`<select ...${common} disabled=${readOnly} value=${draft as string} onChange=${(e: Event) => props.onChange(inputValue(e))}>
+    <option value="">(none)</option>
+    ${values.map((v) => html`<option key=${v} value=${v}>${v}</option>`)}
+  </select>`;
+}
+
+/** A relation's records, searched in its target collection. */
+export function RelationControl(props: ControlProps) {
+  const { field } = props;
+  return html`<${RelationPicker}
+    api=${props.api}
+    name=${field.name}
+    target=${props.collections.find((c) => c.name === field.collection)}
+    ids=${props.draft as string[]}
+    multiple=${holdsList(field)}
+    onChange=${props.onChange}
+    describedBy=${props.describedBy}
+    invalid=${Boolean(props.error)}
+  />`;
+}
+
+/** A file field's kept files (images as thumbnails), its new uploads, and a file input to add more. */
+export function FileControl(props: ControlProps) {
   const { field, record, api } = props;
   const draft = props.draft as FileDraft;
   const token = field.protected === true ? props.fileToken : '';
@@ -59,7 +141,8 @@ function FileControl(props: FieldControlProps & { id: string; describedBy: strin
   </div>`;
 }
 
-function PointControl(props: FieldControlProps & { describedBy: string }) {
+/** A point as two number inputs, each named by the field and its axis. */
+export function PointControl(props: ControlProps) {
   const point = props.draft as PointDraft;
   const axis = (key: keyof PointDraft, label: string) =>
     html`<label class="inline">${label}
@@ -68,72 +151,18 @@ function PointControl(props: FieldControlProps & { describedBy: string }) {
   return html`<div class="point">${axis('lon', 'longitude')} ${axis('lat', 'latitude')}</div>`;
 }
 
-/** The control proper, by type. */
-function Control(props: FieldControlProps & { id: string; describedBy: string }) {
-  const { field, draft, readOnly, id, describedBy } = props;
-  const common = { id, 'aria-describedby': describedBy, 'aria-invalid': props.error ? 'true' : undefined };
-  switch (field.type) {
-    case 'bool':
-      return html`<input ...${common} type="checkbox" disabled=${readOnly} checked=${draft as boolean} onChange=${(e: Event) => props.onChange((e.target as HTMLInputElement).checked)} />`;
-    case 'select': {
-      const values = (field.values as string[] | undefined) ?? [];
-      if (holdsList(field)) {
-        const onChange = (e: Event) => props.onChange([...(e.target as HTMLSelectElement).selectedOptions].map((o) => o.value));
-        return html`<select ...${common} multiple disabled=${readOnly} onChange=${onChange}>
-          ${values.map((v) => html`<option key=${v} value=${v} selected=${(draft as string[]).includes(v)}>${v}</option>`)}
-        </select>`;
-      }
-      return html`<select ...${common} disabled=${readOnly} value=${draft as string} onChange=${(e: Event) => props.onChange(inputValue(e))}>
-        <option value="">(none)</option>
-        ${values.map((v) => html`<option key=${v} value=${v}>${v}</option>`)}
-      </select>`;
-    }
-    case 'json':
-    case 'editor':
-      return html`<textarea ...${common} rows=${field.type === 'json' ? 5 : 6} readOnly=${readOnly} value=${draft as string} onInput=${(e: Event) => props.onChange(inputValue(e))} />`;
-    case 'autodate':
-      return html`<input ...${common} type="text" readOnly value=${draft as string} />`;
-    case 'relation':
-      return html`<${RelationPicker}
-        api=${props.api}
-        name=${field.name}
-        target=${props.collections.find((c) => c.name === field.collection)}
-        ids=${draft as string[]}
-        multiple=${holdsList(field)}
-        onChange=${props.onChange}
-        describedBy=${describedBy}
-        invalid=${Boolean(props.error)}
-      />`;
-    case 'file':
-      return html`<${FileControl} ...${props} />`;
-    case 'geoPoint':
-      return html`<${PointControl} ...${props} />`;
-    default:
-      return html`<input
-        ...${common}
-        type=${TEXT_INPUTS[field.type] ?? 'text'}
-        step=${field.type === 'number' ? 'any' : undefined}
-        placeholder=${field.type === 'date' ? 'YYYY-MM-DD HH:MM:SS.sssZ' : undefined}
-        readOnly=${readOnly}
-        value=${draft as string}
-        onInput=${(e: Event) => props.onChange(inputValue(e))}
-      />`;
-  }
-}
-
-/** A field of the editor: its label, control, help text and error. */
-export function FieldControl(props: FieldControlProps) {
-  const { field } = props;
+/** A field of the editor: its label, its type's control, help text and error. */
+export function FieldControl(props: FieldControlProps & { kind: ControlKind }) {
+  const { kind, ...control } = props;
+  const { field, error } = control;
   const id = `field-${field.name}`;
-  const describedBy = [field.help ? `${id}-help` : '', props.error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
-  // Controls named by aria-label (relation, geoPoint) or with a visible list (file) keep a plain heading.
-  const labelled = field.type !== 'relation' && field.type !== 'geoPoint';
-  return html`<div class=${`field${props.error ? ' invalid' : ''}`}>
-    ${labelled ? html`<label for=${id}>${field.name}</label>` : html`<span class="label">${field.name}</span>`}
+  const describedBy = [field.help ? `${id}-help` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+  return html`<div class=${`field${error ? ' invalid' : ''}`}>
+    ${kind.labelled ? html`<label for=${id}>${field.name}</label>` : html`<span class="label">${field.name}</span>`}
     ${field.required ? html`<span class="required" aria-hidden="true"> *</span>` : null}
     <span class="type">${field.type}</span>
-    <${Control} ...${props} id=${id} describedBy=${describedBy} />
+    <${kind.Control} ...${control} id=${id} describedBy=${describedBy} />
     ${field.help ? html`<p id=${`${id}-help`} class="help">${field.help}</p>` : null}
-    ${props.error ? html`<p id=${`${id}-error`} class="error">${props.error}</p>` : null}
+    ${error ? html`<p id=${`${id}-error`} class="error">${error}</p>` : null}
   </div>`;
 }

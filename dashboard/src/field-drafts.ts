@@ -1,9 +1,10 @@
 /**
- * What an editor control holds for each field type (its draft) and the value the API takes
- * back. Drafts keep what the user typed (a number or JSON as text) so that a half-typed value is
- * never lost; turning a draft into a value may fail with a message for that field.
+ * What an editor control holds (its draft) and the value the API takes back, one reader and one
+ * writer per shape of field; the table in field-kinds.ts names which a field type uses. Drafts
+ * keep what the user typed (a number or JSON as text) so that a half-typed value is never lost;
+ * turning a draft into a value may fail with a message for that field.
  */
-import type { FieldInfo, RecordData } from './api.js';
+import type { FieldInfo } from './api.js';
 
 /** The files of a file field: names the record keeps, and new uploads. */
 export interface FileDraft {
@@ -20,7 +21,11 @@ export interface PointDraft {
 /** A draft value: text, a flag, a list of names or ids, files, or a point. */
 export type Draft = string | boolean | string[] | FileDraft | PointDraft;
 
-function asList(value: unknown): string[] {
+/** A draft that cannot become a value: the message shown at its field. */
+export class DraftError extends Error {}
+
+/** A value that may be one name or a list of them, as a list (`""` is none). */
+export function asList(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
   return typeof value === 'string' && value !== '' ? [value] : [];
 }
@@ -30,32 +35,36 @@ export function holdsList(field: FieldInfo): boolean {
   return field.multiple || (typeof field.maxSelect === 'number' && field.maxSelect > 1);
 }
 
-/** The draft of a field, from a record's value (or the type's empty value for a new record). */
-export function toDraft(field: FieldInfo, value: unknown): Draft {
-  switch (field.type) {
-    case 'bool':
-      return value === true;
-    case 'relation':
-      return asList(value);
-    case 'select':
-      return holdsList(field) ? asList(value) : String(value ?? '');
-    case 'file':
-      return { kept: asList(value), added: [] };
-    case 'geoPoint': {
-      const point = (value ?? { lon: 0, lat: 0 }) as { lon: number; lat: number };
-      return { lon: String(point.lon), lat: String(point.lat) };
-    }
-    case 'json':
-      return value === null || value === undefined ? '' : JSON.stringify(value, null, 2);
-    case 'number':
-      return value === null || value === undefined ? '' : String(value);
-    default:
-      return value === null || value === undefined ? '' : String(value);
-  }
+/** A value as the text a control edits (absent: empty). */
+export function draftText(_field: FieldInfo, value: unknown): string {
+  return value === null || value === undefined ? '' : String(value);
 }
 
-/** A draft that cannot become a value: the message shown at its field. */
-export class DraftError extends Error {}
+/** A JSON value as indented text, so that an object reads and edits over several lines. */
+export function draftJson(_field: FieldInfo, value: unknown): string {
+  return value === null || value === undefined ? '' : JSON.stringify(value, null, 2);
+}
+
+/** A select's choice: the chosen values of a multiple one, else the one value. */
+export function draftChoice(field: FieldInfo, value: unknown): string | string[] {
+  return holdsList(field) ? asList(value) : String(value ?? '');
+}
+
+/** A file field's names, all kept until the user removes one, and no upload yet. */
+export function draftFiles(_field: FieldInfo, value: unknown): FileDraft {
+  return { kept: asList(value), added: [] };
+}
+
+/** A point's coordinates as text (a new record's empty point is 0, 0, as the server's). */
+export function draftPoint(_field: FieldInfo, value: unknown): PointDraft {
+  const point = (value ?? { lon: 0, lat: 0 }) as { lon: number; lat: number };
+  return { lon: String(point.lon), lat: String(point.lat) };
+}
+
+/** The draft itself: what text, a flag or a choice holds is what the API takes. */
+export function keepDraft(_field: FieldInfo, draft: Draft): unknown {
+  return draft;
+}
 
 function readNumber(text: string, what: string): number | null {
   if (text.trim() === '') return null;
@@ -64,44 +73,34 @@ function readNumber(text: string, what: string): number | null {
   return number;
 }
 
-/** The value the API takes for a draft (files: the names kept; uploads travel as parts). */
-export function fromDraft(field: FieldInfo, draft: Draft): unknown {
-  switch (field.type) {
-    case 'number':
-      return readNumber(draft as string, 'The value');
-    case 'relation': {
-      const ids = draft as string[];
-      return holdsList(field) ? ids : (ids[0] ?? '');
-    }
-    case 'file': {
-      const { kept } = draft as FileDraft;
-      return holdsList(field) ? kept : (kept[0] ?? '');
-    }
-    case 'geoPoint': {
-      const point = draft as PointDraft;
-      return { lon: readNumber(point.lon, 'Longitude') ?? 0, lat: readNumber(point.lat, 'Latitude') ?? 0 };
-    }
-    case 'json': {
-      const text = draft as string;
-      if (text.trim() === '') return null;
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        throw new DraftError('Not valid JSON.');
-      }
-    }
-    default:
-      return draft;
+/** A typed number (empty: `null`). */
+export function parseNumber(_field: FieldInfo, draft: Draft): number | null {
+  return readNumber(draft as string, 'The value');
+}
+
+/** Typed JSON (empty: `null`). */
+export function parseJson(_field: FieldInfo, draft: Draft): unknown {
+  const text = draft as string;
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new DraftError('Not valid JSON.');
   }
+}
+
+/** A typed point (an empty coordinate is 0). */
+export function parsePoint(_field: FieldInfo, draft: Draft): { lon: number; lat: number } {
+  const point = draft as PointDraft;
+  return { lon: readNumber(point.lon, 'Longitude') ?? 0, lat: readNumber(point.lat, 'Latitude') ?? 0 };
+}
+
+/** Names or ids as the field holds them: the list, or a single field's one name (`""` for none). */
+export function shapeList(field: FieldInfo, names: string[]): string | string[] {
+  return holdsList(field) ? names : (names[0] ?? '');
 }
 
 /** The fields an editor shows: the declared ones (system fields are the server's). */
 export function editableFields(fields: FieldInfo[]): FieldInfo[] {
   return fields.filter((f) => !f.system);
 }
-
-/** The drafts of a record's fields (a new record: every field empty). */
-export function draftsOf(fields: FieldInfo[], record: RecordData | undefined): Record<string, Draft> {
-  return Object.fromEntries(fields.map((f) => [f.name, toDraft(f, record?.[f.name])]));
-}
-

@@ -5,9 +5,10 @@
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Api, CollectionInfo, FieldInfo, RecordPage } from './api.js';
-import { Cell, type CellContext } from './cells.js';
+import type { CellContext } from './cells.js';
 import { ConfirmDialog } from './dialogs.js';
 import { Editor } from './editor.js';
+import { fieldKind } from './field-kinds.js';
 import { html } from './html.js';
 import { labelField } from './record-label.js';
 import { watchCollection } from './realtime.js';
@@ -188,7 +189,7 @@ export function RecordsView(props: RecordsViewProps) {
         <tbody>
           ${result?.items.map(
             (record) => html`<tr key=${record.id} tabindex="0" onClick=${() => setEditing({ record })} onKeyDown=${(e: KeyboardEvent) => openOnEnter(e, record)}>
-              ${columns.map((f) => html`<td key=${f.name}><${Cell} record=${record} field=${f} context=${context} /></td>`)}
+              ${columns.map((f) => html`<td key=${f.name}><${fieldKind(f).Cell} record=${record} field=${f} context=${context} /></td>`)}
             </tr>`,
           )}
         </tbody>

@@ -350,6 +350,36 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         expect(await row.innerText()).toContain(XSS);
         expect(await root.locator('img[src="x"]').count()).toBe(0);
       });
+
+      test("each field type's cell: flags as yes/no, points as lon, lat, lists joined, relations by label, images as thumbnails", async () => {
+        const stored = (await findPost('filed'))!;
+        const columns = (await recordsTable(root, 'posts').getByRole('columnheader').allInnerTexts()).map((text) => text.trim());
+        const cellsOf = async (title: string) => {
+          const texts = await (await rowFor(root, title)).getByRole('cell').allInnerTexts();
+          return Object.fromEntries(columns.map((column, i) => [column, texts[i]]));
+        };
+        await eventually(async () =>
+          expect(await cellsOf('filed')).toEqual({
+            title: 'filed',
+            body: 'kept body',
+            views: '50',
+            published: 'yes',
+            category: 'news',
+            tags: 'a, b',
+            meta: '{"keep":[1,2]}',
+            publishedAt: '2024-01-02 03:04:05.000Z',
+            author: 'Ann',
+            place: '1.5, 2.5',
+            cover: '',
+            summary: '<b>bold</b><img src=x onerror=alert(2)>',
+            stamp: stored.stamp,
+          }),
+        );
+        const thumb = (await rowFor(root, 'filed')).getByRole('img', { name: stored.cover as string, exact: true });
+        const src = new URL((await thumb.getAttribute('src'))!, dashboardUrl());
+        expect(`${src.pathname}${src.search}`).toBe(`/backend/api/files/${stored.collectionId as string}/${ids.filed}/${stored.cover as string}?thumb=100x100`);
+        expect(await cellsOf('alpha')).toMatchObject({ published: 'no', category: '', tags: '', meta: '', author: '', place: '0, 0', cover: '' });
+      });
     });
 
     describe('editor', () => {

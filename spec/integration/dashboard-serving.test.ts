@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { builtDashboardDir } from '../../lib/http/dashboard-routes.js';
@@ -57,6 +58,15 @@ describe('the built dashboard', () => {
     }
     expect(page).not.toMatch(/<style|\sstyle=|\son[a-z]+=|javascript:/i);
   });
+});
+
+test("a field type's dashboard behaviour is one entry of dashboard/src/field-kinds.ts: no other module switches on a field's type", () => {
+  const sources = fileURLToPath(new URL('../../dashboard/src/', import.meta.url));
+  const switching = readdirSync(sources).filter(
+    (name) => name !== 'field-kinds.ts' && /switch\s*\(\s*[\w.]*\.type\s*\)/.test(readFileSync(path.join(sources, name), 'utf8')),
+  );
+  expect(readFileSync(path.join(sources, 'field-kinds.ts'), 'utf8')).toMatch(/const FIELD_KINDS = new Map/);
+  expect(switching).toEqual([]);
 });
 
 test('off by default: every dashboard path is the router\'s JSON 404', async () => {
