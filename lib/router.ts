@@ -10,7 +10,6 @@ import { RecordStore } from './db/record-store.js';
 import { openSharedSetting } from './db/settings-store.js';
 import { FILE_TOKEN_SECRET_SETTING } from './db/shared-names.js';
 import { syncDatabaseSchema } from './db/sync-database-schema.js';
-import { RecordFiles } from './files/record-files.js';
 import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache, type ThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.js';
@@ -37,9 +36,8 @@ import { createBackupService, type BackupService, type CreatedBackup } from './b
 import { createBackupRoutes } from './http/backup-routes.js';
 import { compileCollections, completeCollections, type CompiledCollections } from './records/compile-collections.js';
 import { createRecordsApi, type RecordsApiDeps } from './records/create-records-api.js';
-import { RecordPresenter } from './records/present-records.js';
-import { HookRunner } from './records/record-hooks.js';
-import { RecordService, type RecordServiceOptions } from './records/record-service.js';
+import { createRecordsRuntime } from './records/records-runtime.js';
+import type { RecordService, RecordServiceOptions } from './records/record-service.js';
 import type { RecordsApi } from './records/records-api.js';
 
 /** The router returned by createRecordsRouter: mount it anywhere, await `ready`, `close()` at shutdown. */
@@ -133,7 +131,6 @@ class OwnedResources {
 interface Runtime {
   readonly compiled: CompiledCollections;
   readonly records: RecordService;
-  readonly presenter: RecordPresenter;
   readonly fileTokens: FileTokens;
   readonly thumbnails: ThumbnailCache;
   readonly hub?: RealtimeHub;
@@ -164,14 +161,18 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir, keyInDataDir: owned.database !== undefined });
   await removeStaleSpools(resolved.uploadTempDir);
   const store = new RecordStore(database);
-  const records = new RecordService(compiled, store, {
-    files: new RecordFiles(storage, logger),
-    multipartUpdate: resolved.multipartUpdate,
-    hooks: new HookRunner(resolved.hooks, logger),
+  const { service: records, apiDeps } = createRecordsRuntime({
+    compiled,
+    store,
+    storage,
+    hooks: resolved.hooks,
     logger,
+    limits,
+    multipartUpdate: resolved.multipartUpdate,
+    tempDir: resolved.uploadTempDir,
+    bounds: { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs },
     apiFor: options.apiFor,
   });
-  const presenter = new RecordPresenter(registry, { expandLimits: { maxRecords: limits.maxExpandRecords, maxBytes: limits.maxExpandBytes } });
   const thumbnails = createThumbnailCache({
     storage,
     ...(owned.pool ? { renderBatch: owned.pool.renderBatch } : { render: resolved.thumbnail }),
@@ -181,24 +182,16 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     maxPixels: limits.maxThumbnailPixels,
     maxStoredPerFile: limits.maxThumbnailsPerFile,
   });
-  if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter, settings: resolved.realtime, limits, logger });
+  if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter: records.presenter, settings: resolved.realtime, limits, logger });
   if (resolved.fileSweep) owned.sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   return {
     compiled,
     records,
-    presenter,
     fileTokens: createFileTokens({ secret }),
     thumbnails,
     hub: owned.hub,
     backups: createBackupService({ database, embeddedDirectory: owned.database && embeddedDatabaseDir(resolved.dataDir), storage, ...resolved.backups, logger }),
-    apiDeps: {
-      service: records,
-      presenter,
-      maxPerPage: limits.maxPerPage,
-      maxFileSize: limits.maxFileSize,
-      tempDir: resolved.uploadTempDir,
-      bounds: { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs },
-    },
+    apiDeps,
   };
 }
 
@@ -209,7 +202,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
  */
 function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const { auth, logger, limits } = resolved;
-  const { records, presenter } = runtime;
+  const { records } = runtime;
   const resolveCaller = createCallerResolver({ auth, logger, sources: HEADER_ONLY });
   const resolveDownloadCaller = createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES });
   const readMultipart = createMultipartReader({ ...limits, tempDir: resolved.uploadTempDir });
@@ -217,9 +210,9 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const readBatchMultipart = createMultipartReader({ maxFileSize: limits.maxFileSize, maxBodySize: batchBodySize, tempDir: resolved.uploadTempDir });
   const routes: Route[] = [];
   if (resolved.openapi) routes.push(createOpenApiRoute({ registry: runtime.compiled.registry, document: { limits, multipartUpdate: resolved.multipartUpdate } }));
-  routes.push(...createRecordsRoutes({ records, presenter, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize, maxPerPage: limits.maxPerPage }));
+  routes.push(...createRecordsRoutes({ records, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize, maxPerPage: limits.maxPerPage }));
   routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
-  routes.push(...createBatchRoutes({ records, presenter, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
+  routes.push(...createBatchRoutes({ records, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
   routes.push(...createBackupRoutes({ backups: runtime.backups, fileTokens: runtime.fileTokens, resolveCaller, logger }));
   routes.push(...createDashboardRoutes({ enabled: resolved.dashboard, registry: runtime.compiled.registry, resolveCaller }));

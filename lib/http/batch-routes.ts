@@ -1,6 +1,5 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { BatchError } from '../errors.js';
-import type { RecordPresenter } from '../records/present-records.js';
 import type { RecordService } from '../records/record-service.js';
 import { runBatch, type BatchSettings } from '../records/run-batch.js';
 import type { Logger } from '../logger.js';
@@ -14,7 +13,6 @@ import { operationContextOf } from './request-database-context.js';
 /** What the batch route needs from the router. */
 export interface BatchRoutesOptions {
   records: RecordService;
-  presenter: RecordPresenter;
   resolveCaller: CallerResolver;
   logger: Logger;
   settings: BatchSettings | false;
@@ -46,7 +44,6 @@ export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
       const caller = await options.resolveCaller(req);
       answer = await runBatch({
         service: options.records,
-        presenter: options.presenter,
         requests,
         identity: caller.request.auth,
         headers: caller.request.headers,

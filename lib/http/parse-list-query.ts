@@ -1,4 +1,4 @@
-import type { ListQuery } from '../records/record-service.js';
+import type { ListQuery } from '../records/record-operations.js';
 import { readPaging } from '../records/read-paging.js';
 
 /** The first value of a query parameter, or undefined (repeated parameters keep the first). */

@@ -1,6 +1,7 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
-import type { RecordService, ScopedRecordService, WriteInput } from '../records/record-service.js';
-import { parseResponseShape, type RecordPresenter, type ResponseShape } from '../records/present-records.js';
+import type { WriteInput } from '../records/record-operations.js';
+import type { RecordService, ScopedRecordService } from '../records/record-service.js';
+import { parseResponseShape, type ResponseShape } from '../records/present-records.js';
 import { parseListQuery, readQueryParam } from './parse-list-query.js';
 import { readJsonBody } from './read-json-body.js';
 import type { RecordValues } from '../db/record-store.js';
@@ -13,7 +14,6 @@ import { operationContextOf } from './request-database-context.js';
 /** What the record routes need from the router. */
 export interface RecordsRoutesOptions {
   records: RecordService;
-  presenter: RecordPresenter;
   /** Who is calling, from the Authorization header (the router's one resolver for it). */
   resolveCaller: CallerResolver;
   /** Reads a multipart body under the request limits (the router's one reader for them). */
@@ -40,10 +40,10 @@ function isMultipart(req: Request): boolean {
 
 /**
  * The records endpoints (docs/records-api.md). Each handler only parses the request, calls the
- * record service and sends what the presenter shapes; rules, SQL and validation live below.
+ * record service and sends what it presents; rules, SQL and validation live below.
  */
 export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
-  const { records, presenter, resolveCaller } = options;
+  const { records, resolveCaller } = options;
   const json = express.json({ limit: options.maxBodySize, strict: false });
 
   const list: RequestHandler = async (req, res) => {
@@ -52,8 +52,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
     const context = operationContextOf(req);
-    const result = await records.as(caller, context).list(collection, query);
-    const items = await presenter.present({ collection, records: result.items, caller, shape, store: records.storeOf(context) });
+    const scoped = records.as(caller, context);
+    const result = await scoped.list(collection, query);
+    const items = await scoped.present(collection, result.items, { shape });
     res.json({ page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items });
   };
 
@@ -62,8 +63,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
     const shape = shapeOf(req);
     const caller = await resolveCaller(req);
     const context = operationContextOf(req);
-    const record = await records.as(caller, context).view(collection, req.params.id as string);
-    res.json((await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0]);
+    const scoped = records.as(caller, context);
+    const record = await scoped.view(collection, req.params.id as string);
+    res.json((await scoped.present(collection, [record], { shape }))[0]);
   };
 
   /**
@@ -82,8 +84,9 @@ export function createRecordsRoutes(options: RecordsRoutesOptions): Route[] {
         : { data: readJsonBody(req), source: 'json' };
       const caller = await resolveCaller(req);
       const context = operationContextOf(req);
-      const record = await run(records.as(caller, context), collection, input);
-      response = (await presenter.present({ collection, records: [record], caller, shape, store: records.storeOf(context) }))[0];
+      const scoped = records.as(caller, context);
+      const record = await run(scoped, collection, input);
+      response = (await scoped.present(collection, [record], { shape }))[0];
     } finally {
       // Before answering, so that a client who sees the response sees no spool left either.
       await multipart?.discard();

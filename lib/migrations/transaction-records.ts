@@ -1,13 +1,10 @@
 import type { Knex } from 'knex';
 import { RecordStore } from '../db/record-store.js';
-import { RecordFiles } from '../files/record-files.js';
 import type { Storage } from '../files/storage.js';
 import type { Logger } from '../logger.js';
 import type { CompiledCollections } from '../records/compile-collections.js';
 import { createRecordsApi, type RecordsApiDeps } from '../records/create-records-api.js';
-import { RecordPresenter } from '../records/present-records.js';
-import { HookRunner } from '../records/record-hooks.js';
-import { RecordService } from '../records/record-service.js';
+import { createRecordsRuntime } from '../records/records-runtime.js';
 import type { ActAs, CollectionApi, RecordsApi } from '../records/records-api.js';
 import { WriteUnit } from '../records/write-unit.js';
 
@@ -43,9 +40,7 @@ export function createTransactionRecords(trx: Knex.Transaction, options: { servi
   const unit = new WriteUnit(store);
   const scope = { open: true };
   let api: RecordsApi;
-  const service = new RecordService(compiled, store, { files: new RecordFiles(storage, logger), multipartUpdate: 'merge', hooks: new HookRunner({}, logger), logger, apiFor: () => api });
-  const presenter = new RecordPresenter(compiled.registry, { expandLimits: { maxRecords: limits.maxExpandRecords, maxBytes: limits.maxExpandBytes } });
-  const deps: RecordsApiDeps = { service, presenter, maxPerPage: limits.maxPerPage, maxFileSize: limits.maxFileSize, tempDir, bounds: UNBOUNDED };
+  const { apiDeps: deps } = createRecordsRuntime({ compiled, store, storage, hooks: {}, logger, limits, multipartUpdate: 'merge', tempDir, bounds: UNBOUNDED, apiFor: () => api });
   let prepared: Promise<RecordsApiDeps> | undefined;
   api = createRecordsApi(() => (prepared ??= options.prepare().then(() => deps)), unit, scope);
   return {

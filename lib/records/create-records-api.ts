@@ -9,14 +9,14 @@ import { parseModifierKey } from '../schema/field-modifiers.js';
 import type { Caller } from './caller.js';
 import { parseResponseShape, type RecordPresenter, type ResponseShape } from './present-records.js';
 import { readPageSize, readPaging } from './read-paging.js';
-import type { OperationContext, RecordService, ScopedRecordService, WriteInput } from './record-service.js';
+import type { WriteInput } from './record-operations.js';
+import type { OperationContext, RecordService, ScopedRecordService } from './record-service.js';
 import type { ApiOptions, CollectionApi, ListOptions, RecordListPage, RecordModel, RecordsApi, WriteBody } from './records-api.js';
 import type { WriteUnit } from './write-unit.js';
 
 /** What the API works through, available once the router is ready. */
 export interface RecordsApiDeps {
   service: RecordService;
-  presenter: RecordPresenter;
   maxPerPage: number;
   maxFileSize: number;
   /** Where streamed file inputs are spooled. */
@@ -53,7 +53,7 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
     /** The service as the call's caller, in the call's context. */
     const scoped = (d: RecordsApiDeps, caller: Caller): ScopedRecordService => d.service.as(caller, context(d));
     async function present(d: ResolvedDeps, records: readonly RecordValues[], view: { caller: Caller; shape: ResponseShape }) {
-      return (await d.presenter.present({ collection: d.collection, records, caller: view.caller, shape: view.shape, store: d.service.storeOf(context(d)) })) as RecordModel[];
+      return (await scoped(d, view.caller).present(d.collection, records, { shape: view.shape })) as RecordModel[];
     }
 
     async function getList(page?: number, perPage?: number, options: ListOptions = {}): Promise<RecordListPage> {

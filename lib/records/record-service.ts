@@ -20,35 +20,12 @@ import { deleteRecords, withoutViewReferences, type DeletedRecord } from './dele
 import { readWriteOperations, type WriteOperations } from './field-operations.js';
 import { normalizeWrite } from './normalize-write.js';
 import { checkHookData, type HookRunner } from './record-hooks.js';
+import { RecordPresenter, type ResponseShape } from './present-records.js';
+import type { ExpandBudget, ExpandLimits } from './expand-records.js';
 import { RecordWriter } from './record-writer.js';
 import type { RecordsApi } from './records-api.js';
 import { runWriteUnit, WriteUnit } from './write-unit.js';
-
-/** What a list call asks for (already parsed and bounded by the HTTP layer). */
-export interface ListQuery {
-  page: number;
-  perPage: number;
-  skipTotal: boolean;
-  filter?: string;
-  sort?: string;
-}
-
-/** One page of records, as stored (the HTTP layer shapes the response). */
-export interface ListResult {
-  page: number;
-  perPage: number;
-  totalItems: number;
-  totalPages: number;
-  items: RecordValues[];
-}
-
-/** What a write sends: the body fields, where they came from (coercion differs), and any uploads. */
-export interface WriteInput {
-  data: Record<string, unknown>;
-  source: 'json' | 'multipart';
-  /** File parts of a multipart body (or the server API's file inputs). */
-  uploads?: readonly Upload[];
-}
+import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
 
 /** How the service treats files, multipart updates and hooks. */
 export interface RecordServiceOptions {
@@ -60,6 +37,8 @@ export interface RecordServiceOptions {
   multipartUpdate: 'replace' | 'merge';
   hooks: HookRunner;
   logger: Logger;
+  /** What one response's expansion may cost (and a batch's whole answer). */
+  expandLimits: ExpandLimits;
   /** The server API bound to a write unit: what hooks receive as `api`. */
   apiFor(unit: WriteUnit | undefined): RecordsApi;
 }
@@ -97,6 +76,8 @@ export interface FileOwner {
 export class RecordService {
   private readonly registry: SchemaRegistry;
   private readonly parts: RecordServiceParts;
+  /** Shapes stored records into answers; a scoped service presents through it with its own caller and store (`present`). */
+  readonly presenter: RecordPresenter;
 
   constructor(
     compiled: CompiledCollections,
@@ -104,9 +85,11 @@ export class RecordService {
     private readonly options: RecordServiceOptions,
   ) {
     this.registry = compiled.registry;
+    this.presenter = new RecordPresenter(compiled.registry, { expandLimits: options.expandLimits });
     this.parts = {
       compiled,
       options,
+      presenter: this.presenter,
       writer: new RecordWriter(compiled, options.files),
       warnCleared: createClearedFieldsWarning(options.logger),
       storeOf: (context) => this.storeOf(context),
@@ -174,6 +157,7 @@ export class RecordService {
 export interface RecordServiceParts {
   readonly compiled: CompiledCollections;
   readonly options: RecordServiceOptions;
+  readonly presenter: RecordPresenter;
   readonly writer: RecordWriter;
   /** Logs (rate-limited) a replace-mode multipart update that the rule refused after it cleared fields. */
   readonly warnCleared: ClearedFieldsWarning;
@@ -191,6 +175,16 @@ export class ScopedRecordService {
     private readonly caller: Caller,
     private readonly context: OperationContext,
   ) {}
+
+  /**
+   * Stored records as this caller's answer (lib/records/present-records.ts): hidden fields
+   * dropped but for superusers, relations expanded through this context's store (inside a unit,
+   * its transaction, so it sees what it wrote), then `fields` applied. `budget`: one shared by the
+   * responses of one answer (a batch's).
+   */
+  present(collection: CollectionSchema, records: readonly RecordValues[], options: { shape: ResponseShape; budget?: ExpandBudget }): Promise<Record<string, unknown>[]> {
+    return this.parts.presenter.present({ collection, records, caller: this.caller, shape: options.shape, store: this.parts.storeOf(this.context), budget: options.budget });
+  }
 
   /** A page of records that pass the list rule and the filter. */
   async list(collection: CollectionSchema, query: ListQuery): Promise<ListResult> {

@@ -8,7 +8,7 @@ import type { CollectionSchema } from '../schema/collection-schema.js';
 import { isRecordId } from '../schema/record-id.js';
 import type { Caller } from './caller.js';
 import type { ExpandBudget } from './expand-records.js';
-import { parseResponseShape, type RecordPresenter } from './present-records.js';
+import { parseResponseShape } from './present-records.js';
 import type { OperationContext, RecordService } from './record-service.js';
 import type { WriteUnit } from './write-unit.js';
 
@@ -42,7 +42,6 @@ export interface BatchResult {
 /** How a batch runs. */
 export interface RunBatchOptions {
   service: RecordService;
-  presenter: RecordPresenter;
   requests: readonly BatchRequest[];
   /** The outer request's identity: every request of the batch acts as it. */
   identity: Identity | null;
@@ -54,7 +53,7 @@ export interface RunBatchOptions {
    */
   timeoutMs: number;
   /**
-   * The batch's body limit (`batch.maxBodySize`). With the presenter's `maxExpandBytes` it bounds
+   * The batch's body limit (`batch.maxBodySize`). With the service presenter's `maxExpandBytes` it bounds
    * the whole answer: the records a batch answers with come from its body (or are the stored
    * records it updates), and what expansion adds is bounded apart.
    */
@@ -164,8 +163,8 @@ class BatchDeadline {
 async function runOnce(options: RunBatchOptions, deadline: BatchDeadline): Promise<Buffer> {
   try {
     return await options.service.inUnit(deadline.context, async (unit) => {
-      const budget = options.presenter.createExpandBudget('batch');
-      const answer = new AnswerBuilder(options.presenter.expandLimits.maxBytes + options.maxBodySize);
+      const budget = options.service.presenter.createExpandBudget('batch');
+      const answer = new AnswerBuilder(options.service.presenter.expandLimits.maxBytes + options.maxBodySize);
       for (const [index, request] of options.requests.entries()) {
         deadline.check();
         try {
@@ -227,7 +226,7 @@ const CLOSE_BRACKET = Buffer.from(']');
 
 async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; request: BatchRequest; budget: ExpandBudget }): Promise<BatchResult> {
   const { unit, request, budget } = step;
-  const { service, presenter } = options;
+  const { service } = options;
   const collection = service.collection(request.collection);
   const shape = parseResponseShape({ fields: request.query.fields, expand: request.query.expand });
   // `@request.context` is "batch" in every request of a batch, as in PocketBase.
@@ -245,7 +244,7 @@ async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; req
     const id = request.action === 'update' ? request.id! : String(request.body.id);
     record = await as('PATCH').update(collection, id, input);
   }
-  const [body] = await presenter.present({ collection, records: [record], caller: caller('GET'), shape, store: unit.store, budget });
+  const [body] = await as('GET').present(collection, [record], { shape, budget });
   return { status: 200, body: body! };
 }
 
