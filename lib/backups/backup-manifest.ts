@@ -2,7 +2,7 @@
 export const MANIFEST_ENTRY = 'manifest.json';
 /** Entries under this folder are the embedded database's data directory. */
 export const DATABASE_PREFIX = 'db/';
-/** Entries under this folder are the disk storage's files, by storage key. */
+/** Entries under this folder are the storage's files (a storage that offers `localPath`), by storage key. */
 export const STORAGE_PREFIX = 'storage/';
 
 const FORMAT = 'recordbase-backup';

@@ -5,13 +5,12 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Knex } from 'knex';
 import { BadRequestError, NotFoundError, UnavailableError } from '../errors.js';
-import type { DiskStorage } from '../files/disk-storage.js';
 import type { Storage } from '../files/storage.js';
 import type { Logger } from '../logger.js';
 import { formatRecordDate } from '../schema/record-date.js';
 import { checkBackupKey, isBackupKey, nameNewBackup } from './backup-names.js';
 import { DATABASE_PREFIX, describeBackup, STORAGE_PREFIX, type BackupManifest, type BackupPart } from './backup-manifest.js';
-import { copyEmbeddedDatabase, linkStorageFiles, measureTree, type CopiedFiles } from './snapshot-files.js';
+import { asLocalFileStorage, copyEmbeddedDatabase, linkStorageFiles, measureTree, type CopiedFiles } from './snapshot-files.js';
 import { writeBackupArchive, type ArchivePart } from './write-backup-archive.js';
 
 /** One backup in the folder, as PocketBase's `GET /api/backups` lists it. */
@@ -65,13 +64,15 @@ const UNOWNED_GRACE_MS = 60_000;
 /** In-progress folders this process made: one of ours left by an earlier process with the same pid is stale, not ours. */
 const inProgressHere = new Set<string>();
 
-function isDiskStorage(storage: Storage): storage is DiskStorage {
-  return typeof (storage as Partial<DiskStorage>).root === 'string';
-}
+/** Why a storage without `localPath` is not in a backup: the manifest's note, and the warning's. */
+const STORAGE_NOT_INCLUDED = 'the storage offers no localPath (S3, or an adapter of your own that does not keep its objects as local files): back it up with its own tools';
 
 /** Creates the backup service of one router (docs/deployment.md, "Backups"). */
 export function createBackupService(options: BackupServiceOptions): BackupService {
   const dir = path.resolve(options.dir);
+  // The Storage contract says whether its objects are local files to link, not the adapter's shape (a `root` string proves nothing).
+  const localFiles = asLocalFileStorage(options.storage);
+  let warnedStorage = false;
 
   async function describe(key: string): Promise<BackupInfo | undefined> {
     try {
@@ -124,9 +125,9 @@ export function createBackupService(options: BackupServiceOptions): BackupServic
     const seen = new Set<string>();
     const storageFolder = path.join(work, 'storage');
     let storage: CopiedFiles | undefined;
-    if (isDiskStorage(options.storage)) {
+    if (localFiles !== undefined) {
       await fs.mkdir(storageFolder);
-      storage = await linkStorageFiles(options.storage, storageFolder, seen);
+      storage = await linkStorageFiles(localFiles, storageFolder, seen);
     }
     let database: (CopiedFiles & { taken: Date; heldMs: number }) | undefined;
     if (options.embeddedDirectory !== undefined) {
@@ -134,9 +135,9 @@ export function createBackupService(options: BackupServiceOptions): BackupServic
       database = await copyEmbeddedDatabase(options.database, options.embeddedDirectory, path.join(work, 'db'));
       parts.push({ prefix: DATABASE_PREFIX, folder: path.join(work, 'db') });
     }
-    if (storage !== undefined && isDiskStorage(options.storage)) {
+    if (storage !== undefined && localFiles !== undefined) {
       // Files uploaded while the database was being copied: linked now, as soon after the copy as can be.
-      const late = await linkStorageFiles(options.storage, storageFolder, seen);
+      const late = await linkStorageFiles(localFiles, storageFolder, seen);
       storage = { files: storage.files + late.files, bytes: storage.bytes + late.bytes };
       parts.push({ prefix: STORAGE_PREFIX, folder: storageFolder });
     }
@@ -147,8 +148,8 @@ export function createBackupService(options: BackupServiceOptions): BackupServic
         ? { included: true, files: database.files, bytes: database.bytes, note: 'the embedded database\'s data directory, copied at "created"' }
         : { included: false, files: 0, bytes: 0, note: 'the database is a Postgres server the host runs: back it up with pg_dump (docs/deployment.md)' },
       storage: storage
-        ? { included: true, files: storage.files, bytes: storage.bytes, note: 'the disk storage\'s files, by storage key' }
-        : { included: false, files: 0, bytes: 0, note: 'the storage is not a disk storage (S3 or your own adapter): back it up with its own tools' },
+        ? { included: true, files: storage.files, bytes: storage.bytes, note: 'the storage\'s files, by storage key' }
+        : { included: false, files: 0, bytes: 0, note: STORAGE_NOT_INCLUDED },
     });
     const staged = path.join(work, key);
     await writeBackupArchive(staged, manifest, parts);
@@ -159,6 +160,11 @@ export function createBackupService(options: BackupServiceOptions): BackupServic
       throw error;
     });
     const info = (await describe(key))!;
+    if (!manifest.storage.included && !warnedStorage) {
+      // Once per router: every backup's own line below says it again, without the why.
+      warnedStorage = true;
+      options.logger.warn(`backups: the storage's files are not included: ${STORAGE_NOT_INCLUDED} (docs/deployment.md, "Backups")`);
+    }
     options.logger.info(`backup ${key} written: ${info.size} bytes (${describePart('database', manifest.database)}, ${describePart('storage', manifest.storage)}; engine held ${database?.heldMs ?? 0} ms)`);
     return { ...info, path: target, manifest, heldMs: database?.heldMs ?? 0 };
   }

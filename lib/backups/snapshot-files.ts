@@ -1,7 +1,7 @@
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import type { DiskStorage } from '../files/disk-storage.js';
+import type { Storage } from '../files/storage.js';
 
 /** What a copy holds: its files and their bytes. */
 export interface CopiedFiles {
@@ -180,18 +180,26 @@ export async function copyEmbeddedDatabase(database: Knex, directory: string, to
   });
 }
 
+/** A storage whose objects are local files: one that offers `Storage.localPath`. */
+export type LocalFileStorage = Pick<Storage, 'list'> & Required<Pick<Storage, 'localPath'>>;
+
+/** The storage as a LocalFileStorage when it offers `localPath`; undefined when its objects are not local files to link. */
+export function asLocalFileStorage(storage: Storage): LocalFileStorage | undefined {
+  return typeof storage.localPath === 'function' ? (storage as LocalFileStorage) : undefined;
+}
+
 /**
- * Links every file of the disk storage into `to` (a hard link: no bytes copied, and the file
- * stays as it was even if the storage removes it later; a copy where `to` is on another file
- * system), skipping the keys in `seen`, which it adds to. Stored files are never changed in place
- * (a write is a new file renamed over), so a link is a snapshot of the file. A file removed
- * between the listing and its link is skipped.
+ * Links every file of the storage into `to` (a hard link: no bytes copied, and the file stays as
+ * it was even if the storage removes it later; a copy where `to` is on another file system),
+ * skipping the keys in `seen`, which it adds to. `localPath` promises that a stored file is never
+ * changed in place (a write is a new file renamed over), so a link is a snapshot of the file. A
+ * file removed between the listing and its link is skipped.
  */
-export async function linkStorageFiles(storage: DiskStorage, to: string, seen: Set<string>): Promise<CopiedFiles> {
+export async function linkStorageFiles(storage: LocalFileStorage, to: string, seen: Set<string>): Promise<CopiedFiles> {
   const linked: CopiedFiles = { files: 0, bytes: 0 };
   for await (const object of storage.list('')) {
     if (seen.has(object.key)) continue;
-    const source = path.join(storage.root, ...object.key.split('/'));
+    const source = storage.localPath(object.key);
     const target = path.join(to, ...object.key.split('/'));
     await fs.mkdir(path.dirname(target), { recursive: true });
     if (!(await placeFile(source, target))) continue;

@@ -30,9 +30,10 @@ export interface DiskStorageOptions {
   fsync?: boolean;
 }
 
-/** The disk storage: a `Storage` plus the absolute root it writes under (for the CLI and logs). */
+/** The disk storage: a `Storage` with `localPath`, plus the absolute root it writes under (for the CLI and logs). */
 export interface DiskStorage extends Storage {
   readonly root: string;
+  localPath(key: string): string;
 }
 
 /**
@@ -239,6 +240,11 @@ export function diskStorage(options: DiskStorageOptions): DiskStorage {
         if (!isMissing(error)) throw error;
       }
       await pruneEmptyFolders(path.dirname(target));
+    },
+
+    /** The key's file under root: every object is one, and `write` and `adopt` only ever rename a complete file over it. */
+    localPath(key: string): string {
+      return resolveKey(key);
     },
 
     list(prefix: string): AsyncIterable<StoredObject> {

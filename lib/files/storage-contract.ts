@@ -1,6 +1,8 @@
 // Over 500 lines: one suite, a test per promise of the Storage interface, shipped whole as the entry point recordbase/storage-contract.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { types } from 'node:util';
@@ -107,8 +109,8 @@ function bufferSource(data: Buffer | string): Readable {
 
 /**
  * Awaits `promise` and resolves with its rejection, failing unless it rejects with an instance of
- * `type` (and, when given, an error for which `check` holds). Our own helper rather than
- * `assert.rejects`, whose class check misfires across realms (Jest's module sandbox).
+ * `type`. Our own helper rather than `assert.rejects`, whose class check misfires across realms
+ * (Jest's module sandbox).
  */
 async function expectRejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T, what: string): Promise<T> {
   let outcome: { value: unknown } | { error: unknown };
@@ -117,13 +119,37 @@ async function expectRejection<T>(promise: Promise<unknown>, type: abstract new 
   } catch (error) {
     outcome = { error };
   }
-  if (!('error' in outcome)) assert.fail(`${what}: expected a ${type.name} rejection, but it resolved with ${JSON.stringify(outcome.value)}`);
+  return expectFailure(outcome, type, what);
+}
+
+/** Runs `work` and returns what it threw, failing unless it threw (synchronously) an instance of `type`. */
+function expectThrow<T>(work: () => unknown, type: abstract new (...args: never[]) => T, what: string): T {
+  let outcome: { value: unknown } | { error: unknown };
+  try {
+    outcome = { value: work() };
+  } catch (error) {
+    outcome = { error };
+  }
+  return expectFailure(outcome, type, what);
+}
+
+function expectFailure<T>(outcome: { value: unknown } | { error: unknown }, type: abstract new (...args: never[]) => T, what: string): T {
+  if (!('error' in outcome)) assert.fail(`${what}: expected a ${type.name} failure, but it succeeded with ${JSON.stringify(outcome.value)}`);
   // Errors made by Node itself (a premature close) come from the outer realm in a sandbox.
   const isExpected = outcome.error instanceof type || ((type as unknown) === Error && types.isNativeError(outcome.error));
   if (!isExpected) {
-    assert.fail(`${what}: expected a ${type.name} rejection, got ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`);
+    assert.fail(`${what}: expected a ${type.name} failure, got ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`);
   }
   return outcome.error as T;
+}
+
+/** Whether `file` names a regular file (following links); false when nothing or a folder is there. */
+async function isRegularFile(file: string): Promise<boolean> {
+  try {
+    return (await fs.stat(file)).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -498,6 +524,53 @@ export function describeStorageContract(options: StorageContractOptions): void {
           assert.equal(entry.size, data.length);
           assert.ok((await readAll(await storage.read(entry.key))).equals(data), `${entry.key} is whole`);
         }
+      });
+    });
+
+    describe('localPath, when the adapter offers it', () => {
+      // Optional: an adapter without it only has to leave it absent (not some other value).
+      const offeredLocalPath = (): ((key: string) => string) | undefined => {
+        const method: unknown = storage.localPath;
+        assert.ok(method === undefined || typeof method === 'function', `localPath is a method or absent, not a ${typeof method}`);
+        return storage.localPath?.bind(storage);
+      };
+
+      test('an absolute path to a regular file holding exactly what read gives; no file for a missing key, a folder or a deleted object', async () => {
+        const localPath = offeredLocalPath();
+        if (localPath === undefined) return;
+        const data = randomBytes(300_000);
+        await storage.write('c/r/a.bin', chunkedSource(data));
+        await storage.write('c/r/thumbs_a.bin/10x10_a.bin', bufferSource('thumb'));
+        const file = localPath('c/r/a.bin');
+        assert.ok(path.isAbsolute(file), `localPath gave ${file}, not an absolute path`);
+        assert.ok((await fs.readFile(file)).equals(data), 'the file holds other bytes than were written');
+        assert.ok((await readAll(await storage.read('c/r/a.bin'))).equals(await fs.readFile(file)), 'the file holds other bytes than read gives');
+        assert.equal(await fs.readFile(localPath('c/r/thumbs_a.bin/10x10_a.bin'), 'utf8'), 'thumb');
+        for (const key of ['c/r/missing.bin', 'c/r', 'c/r/thumbs_a.bin']) {
+          assert.equal(await isRegularFile(localPath(key)), false, `a regular file at localPath(${JSON.stringify(key)}), which holds no object`);
+        }
+        await storage.delete('c/r/a.bin');
+        assert.equal(await isRegularFile(file), false, 'the file is still there after delete');
+      });
+
+      test('an overwrite puts a new file at the path: one opened before keeps its bytes', async () => {
+        const localPath = offeredLocalPath();
+        if (localPath === undefined) return;
+        await storage.write('c/r/v.txt', bufferSource('the first, longer version'));
+        const opened = await fs.open(localPath('c/r/v.txt'), 'r');
+        try {
+          await storage.write('c/r/v.txt', bufferSource('second'));
+          assert.equal((await opened.readFile()).toString(), 'the first, longer version', 'the file was changed in place');
+        } finally {
+          await opened.close();
+        }
+        assert.equal(await fs.readFile(localPath('c/r/v.txt'), 'utf8'), 'second');
+      });
+
+      test('an unsafe key throws InvalidStorageKeyError', async () => {
+        const localPath = offeredLocalPath();
+        if (localPath === undefined) return;
+        for (const key of UNSAFE_KEYS) expectThrow(() => localPath(key), InvalidStorageKeyError, `localPath(${JSON.stringify(key)})`);
       });
     });
 

@@ -112,6 +112,24 @@ export interface Storage {
    * accepted them, so they can be passed back to `delete`.
    */
   list(prefix: string): AsyncIterable<StoredObject>;
+
+  /**
+   * Optional: the absolute path of the local file that holds the object under `key`, for code that
+   * takes a store's files as they lie instead of streaming each through `read` (a backup hard-links
+   * every file `list` yields into its snapshot). Only an adapter whose objects are plain files on
+   * this machine, byte for byte, offers it; one that keeps them elsewhere (an object store, memory)
+   * or transforms them (encryption, compression) leaves it out, whatever other properties it has,
+   * and backups then say its files are not included.
+   *
+   * - Synchronous and touching nothing: the path is computed from the key, not looked up. An
+   *   unsafe key throws `InvalidStorageKeyError` (the adapter's own stricter rules included).
+   * - While an object exists under `key`, the path names a regular file holding exactly the bytes
+   *   `read(key)` gives; when none does, no regular file is there.
+   * - The file is never changed in place: `write` puts a complete new file there (a rename over the
+   *   old one), so a hard link or an open handle taken earlier keeps the version it had.
+   * - The caller only reads or links what the path names; it never writes, moves or removes it.
+   */
+  localPath?(key: string): string;
 }
 
 /** Options for `Storage.write`; an object so that adapters can grow options without breaking callers. */

@@ -4,9 +4,11 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createRecordsRouter } from '../../lib/index.js';
+import { createRecordsRouter, diskStorage, type Storage } from '../../lib/index.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
+import type { BackupManifest } from '../../lib/backups/backup-manifest.js';
 import { readBackupArchive } from '../../lib/backups/read-backup-archive.js';
+import type { Logger } from '../../lib/logger.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { sdkOf, serveRouter, type ServedRouter } from '../support/served-router.js';
 import { createMemoryLogger, TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES } from '../support/test-app.js';
@@ -32,12 +34,13 @@ interface BackupApp extends ServedRouter {
   dataDir: string;
 }
 
-async function startBackupApp(options: { engine: Engine; dataDir: string; database?: TestDatabase; maxCount?: number }): Promise<BackupApp> {
+async function startBackupApp(options: { engine: Engine; dataDir: string; database?: TestDatabase; maxCount?: number; storage?: Storage; logger?: Logger }): Promise<BackupApp> {
   const router = createRecordsRouter({
     collections,
     dataDir: options.dataDir,
+    ...(options.storage ? { storage: options.storage } : {}),
     auth: (token) => TEST_IDENTITIES[token] ?? null,
-    logger: createMemoryLogger(),
+    logger: options.logger ?? createMemoryLogger(),
     fileSweep: false,
     realtime: false,
     fileTokenSecret: TEST_FILE_TOKEN_SECRET,
@@ -233,5 +236,120 @@ describe.each(testEngines())('backups on %s', (engine) => {
     while ((await root.backups.getFullList()).length < 4) await root.backups.create('');
     expect(await failureOf(root.backups.create('one_too_many.tar.gz'))).toMatchObject({ status: 400, message: expect.stringMatching(/maxCount/) });
     expect(await failureOf(root.backups.create((await root.backups.getFullList())[0]!.key))).toMatchObject({ status: 400 });
+  }, 60_000);
+});
+
+/** A logger that keeps each line with its level, so a test can tell a warning from the info line of every backup. */
+function createLevelLogger() {
+  const lines: { level: 'error' | 'warn' | 'info'; message: string }[] = [];
+  const at = (level: 'error' | 'warn' | 'info') => (message: string) => void lines.push({ level, message });
+  return { lines, error: at('error'), warn: at('warn'), info: at('info') };
+}
+
+/**
+ * A host's own adapter (an encrypting or caching wrapper, say): its objects live in a disk storage
+ * under `filesDir`, and it has a `root` string of its own, a scratch folder that holds none of them.
+ * It offers no `localPath`: nothing tells recordbase where its objects are as files.
+ */
+function hostAdapter(filesDir: string, scratchDir: string, options: { offerLocalPath: boolean }): Storage & { root: string } {
+  const inner = diskStorage({ root: filesDir, fsync: false });
+  return {
+    root: scratchDir,
+    write: (key, source, writeOptions) => inner.write(key, source, writeOptions),
+    read: (key, range) => inner.read(key, range),
+    stat: (key) => inner.stat(key),
+    delete: (key) => inner.delete(key),
+    deletePrefix: (prefix) => inner.deletePrefix(prefix),
+    list: (prefix) => inner.list(prefix),
+    ...(options.offerLocalPath ? { localPath: (key: string) => inner.localPath(key) } : {}),
+  };
+}
+
+/** Uploads `count` notes with a file each over HTTP, as a client does; resolves with each file's bytes by its storage key's last segment. */
+async function uploadNotes(app: BackupApp, count: number): Promise<Map<string, Buffer>> {
+  const pb = sdkOf(app, 'token-root');
+  const uploaded = new Map<string, Buffer>();
+  for (let i = 0; i < count; i++) {
+    const bytes = Buffer.from(`bytes of note ${i} `.repeat(40 + i));
+    const record = await pb.collection('notes').create({ title: `note ${i}`, doc: new File([bytes], `n${i}.txt`) });
+    uploaded.set(record.doc as string, bytes);
+  }
+  return uploaded;
+}
+
+/** Makes a backup over HTTP as a superuser, downloads it with the SDK's file token, and reads it: its manifest and the storage part's files (by key). */
+async function backUpOverHttp(app: BackupApp, name: string): Promise<{ manifest: BackupManifest; storageFiles: Map<string, Buffer> }> {
+  const pb = sdkOf(app, 'token-root');
+  expect(await pb.backups.create(name)).toBe(true);
+  const response = await fetch(pb.backups.getDownloadURL(await pb.files.getToken(), name));
+  expect(response.status).toBe(200);
+  const file = path.join(tempDir('rb-backup-download-'), name);
+  writeFileSync(file, Buffer.from(await response.arrayBuffer()));
+  const storageFiles = new Map<string, Buffer>();
+  const manifest = await readBackupArchive(file, {
+    async onEntry(entry) {
+      if (entry.part !== 'storage' || entry.type !== 'file') return undefined;
+      const chunks: Buffer[] = [];
+      return {
+        write: async (chunk) => void chunks.push(chunk),
+        close: async () => void storageFiles.set(entry.segments.join('/'), Buffer.concat(chunks)),
+      };
+    },
+  });
+  return { manifest, storageFiles };
+}
+
+describe.each(testEngines())('backups ask the storage for local files, on %s', (engine) => {
+  let database: TestDatabase | undefined;
+  /** A backup app on `storage`, with a logger that keeps levels. */
+  const startStorageApp = async (storage: Storage) => {
+    const logger = createLevelLogger();
+    return { app: await startBackupApp({ engine, dataDir: tempDir('rb-backup-storage-'), database, storage, logger }), logger };
+  };
+
+  beforeAll(async () => {
+    if (engine === 'postgres') database = await openTestDatabase('postgres');
+  }, 60_000);
+  afterAll(async () => {
+    await database?.destroy();
+  });
+
+  test('an adapter with a `root` string but no localPath: the backup says storage is not included (not "0 files"), and a warning says so once', async () => {
+    const { app, logger } = await startStorageApp(hostAdapter(tempDir('rb-host-files-'), tempDir('rb-host-scratch-'), { offerLocalPath: false }));
+    try {
+      const uploaded = await uploadNotes(app, 3);
+      expect(uploaded.size).toBe(3);
+
+      const first = await backUpOverHttp(app, 'host_adapter_one.tar.gz');
+      expect(first.manifest.storage).toEqual({ included: false, files: 0, bytes: 0, note: expect.stringMatching(/localPath/) });
+      expect(first.storageFiles.size).toBe(0);
+      expect(first.manifest.database.included).toBe(engine === 'pglite');
+
+      const second = await backUpOverHttp(app, 'host_adapter_two.tar.gz');
+      expect(second.manifest.storage.included).toBe(false);
+      const warnings = logger.lines.filter((line) => line.level === 'warn' && /storage/.test(line.message));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.message).toMatch(/not included/);
+      expect(warnings[0]!.message).toMatch(/localPath/);
+      // Each backup's own line still says what it holds.
+      expect(logger.lines.filter((line) => line.level === 'info' && /backup host_adapter_\w+\.tar\.gz written: .*storage: not included/.test(line.message))).toHaveLength(2);
+    } finally {
+      await app.close();
+    }
+  }, 60_000);
+
+  test('the same adapter offering localPath: the backup holds every file it stores, byte for byte, and nothing is warned', async () => {
+    const { app, logger } = await startStorageApp(hostAdapter(tempDir('rb-host-files-'), tempDir('rb-host-scratch-'), { offerLocalPath: true }));
+    try {
+      const uploaded = await uploadNotes(app, 3);
+      const { manifest, storageFiles } = await backUpOverHttp(app, 'local_adapter.tar.gz');
+      const bytes = [...uploaded.values()].reduce((sum, data) => sum + data.length, 0);
+      expect(manifest.storage).toMatchObject({ included: true, files: 3, bytes });
+      // Keys are {collectionId}/{recordId}/{name}: compare by name.
+      expect(new Map([...storageFiles].map(([key, data]) => [key.split('/').at(-1)!, data]))).toEqual(uploaded);
+      expect(logger.lines.filter((line) => line.level !== 'info')).toEqual([]);
+    } finally {
+      await app.close();
+    }
   }, 60_000);
 });

@@ -106,6 +106,12 @@ describe('diskStorage on the filesystem', () => {
     ]);
   });
 
+  test('localPath is the key\'s file under root, and refuses what the disk storage refuses (":", a ".tmp-" segment) without creating anything', () => {
+    expect(storage.localPath('pbc_1/abcdefghijklmno/a_0123456789.png')).toBe(path.join(sandbox.root, 'pbc_1', 'abcdefghijklmno', 'a_0123456789.png'));
+    for (const key of ['c/r/.tmp-deadbeef', 'c:/x', 'c/r/a:b']) expect(() => storage.localPath(key)).toThrow(InvalidStorageKeyError);
+    expect(existsSync(sandbox.root)).toBe(false);
+  });
+
   test('no temp file is left after successes, failures and races', async () => {
     await storage.write('c/r/ok.bin', chunkedSource(Buffer.alloc(300_000, 1)));
     await expect(storage.write('c/r/fail.bin', failingSource(150_000))).rejects.toThrow();
