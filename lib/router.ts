@@ -27,6 +27,7 @@ import { createRealtimeRoutes } from './http/realtime-routes.js';
 import { createRequestLog } from './http/request-log.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
+import { createDownloadCallerResolver } from './http/resolve-download-caller.js';
 import { RouteTable, type Route } from './http/route-table.js';
 import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js';
 import type { Logger } from './logger.js';
@@ -197,14 +198,18 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
 
 /**
  * The route table. Every route group gets its readers the same way, each made once here: one
- * caller resolver per token source (the Authorization header; downloads also read `?token=`) and
- * one multipart reader per body limit (a request's; a batch's own).
+ * caller resolver per token source (the Authorization header; downloads also read `?token=`), the
+ * one download-caller resolver over them that checks file tokens for files and backups, and one
+ * multipart reader per body limit (a request's; a batch's own).
  */
 function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const { auth, logger, limits } = resolved;
   const { records } = runtime;
   const resolveCaller = createCallerResolver({ auth, logger, sources: HEADER_ONLY });
-  const resolveDownloadCaller = createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES });
+  const resolveDownloadCaller = createDownloadCallerResolver({
+    fileTokens: runtime.fileTokens,
+    callers: { header: resolveCaller, download: createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES }) },
+  });
   const readMultipart = createMultipartReader({ ...limits, tempDir: resolved.uploadTempDir });
   const batchBodySize = resolved.batch === false ? limits.maxBodySize : resolved.batch.maxBodySize;
   const readBatchMultipart = createMultipartReader({ maxFileSize: limits.maxFileSize, maxBodySize: batchBodySize, tempDir: resolved.uploadTempDir });
@@ -214,7 +219,7 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createBatchRoutes({ records, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
-  routes.push(...createBackupRoutes({ backups: runtime.backups, fileTokens: runtime.fileTokens, resolveCaller, logger }));
+  routes.push(...createBackupRoutes({ backups: runtime.backups, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createDashboardRoutes({ enabled: resolved.dashboard, registry: runtime.compiled.registry, resolveCaller }));
   routes.push(HEALTH_ROUTE);
   return routes;

@@ -1,27 +1,35 @@
 import { pipeline } from 'node:stream/promises';
-import express, { type Request, type RequestHandler } from 'express';
-import { DOWNLOAD_SOURCES, extractToken } from '../auth/extract-token.js';
-import type { FileTokens } from '../auth/file-token.js';
+import express, { type RequestHandler } from 'express';
 import type { Identity } from '../auth/identity.js';
 import type { BackupService } from '../backups/backup-service.js';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { readJsonBody } from './read-json-body.js';
 import type { CallerResolver } from './resolve-caller.js';
+import type { DownloadAccess, DownloadCallerResolver } from './resolve-download-caller.js';
 import type { Route } from './route-table.js';
 
 /** What the backups routes need from the router. */
 export interface BackupRoutesOptions {
   backups: BackupService;
-  fileTokens: FileTokens;
   /** Who is calling, from the Authorization header. */
   resolveCaller: CallerResolver;
+  /** Who is downloading a backup (BACKUP_DOWNLOAD). */
+  resolveDownloadCaller: DownloadCallerResolver;
   /** Where a download cut by a failing read is reported. */
   logger: Logger;
 }
 
 /** A create body is `{ "name": "..." }` at most. */
 const MAX_CREATE_BODY = 4 * 1024;
+
+/**
+ * A download authorises with a superuser's file token of scope `all` in `?token=` (what the SDK's
+ * `getDownloadURL(await pb.files.getToken(), key)` sends), or a superuser's Authorization header.
+ * A file token stands for its superuser, not for one backup: it opens any backup that superuser
+ * could list. A token of scope `files` (the dashboard's, which sits in image URLs) opens none.
+ */
+const BACKUP_DOWNLOAD: DownloadAccess = { scope: 'all', hostToken: 'header', what: 'a backup download' };
 
 /** The identity if it is a superuser's; 401 for a guest, 403 for anyone else (nothing listed, nothing made). */
 function requireSuperuser(identity: Identity | null): void {
@@ -36,7 +44,7 @@ function requireSuperuser(identity: Identity | null): void {
  * `recordbase restore` does with the app stopped.
  */
 export function createBackupRoutes(options: BackupRoutesOptions): Route[] {
-  const { backups, fileTokens, resolveCaller } = options;
+  const { backups, resolveCaller, resolveDownloadCaller } = options;
   const json = express.json({ limit: MAX_CREATE_BODY, strict: false });
 
   const list: RequestHandler = async (req, res) => {
@@ -52,28 +60,8 @@ export function createBackupRoutes(options: BackupRoutesOptions): Route[] {
     res.status(204).end();
   };
 
-  /**
-   * A download authorises with a superuser's file token of scope `all` in `?token=` (what the
-   * SDK's `getDownloadURL(await pb.files.getToken(), key)` sends), or a superuser's Authorization
-   * header. A file token stands for its superuser, not for one backup: it opens any backup that
-   * superuser could list. A token of scope `files` (the dashboard's, which sits in image URLs)
-   * opens none: 403.
-   */
-  async function resolveDownloader(req: Request): Promise<Identity | null> {
-    const token = extractToken(req, DOWNLOAD_SOURCES);
-    if (token !== '' && fileTokens.isFileToken(token)) {
-      const verified = fileTokens.verify(token);
-      if (!verified) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
-      if (verified.scope !== 'all') {
-        throw new ForbiddenError('This file token opens protected files only: a backup download needs a token from POST /api/files/token without "scope" (pb.files.getToken()).');
-      }
-      return verified.identity;
-    }
-    return (await resolveCaller(req)).request.auth;
-  }
-
   const download: RequestHandler = async (req, res) => {
-    requireSuperuser(await resolveDownloader(req));
+    requireSuperuser((await resolveDownloadCaller(req, BACKUP_DOWNLOAD)).request.auth);
     const { info, stream } = await backups.open(req.params.key as string);
     res.setHeader('Content-Type', 'application/gzip');
     res.setHeader('Content-Length', String(info.size));

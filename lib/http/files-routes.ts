@@ -1,5 +1,4 @@
 import express, { type Request, type RequestHandler } from 'express';
-import { DOWNLOAD_SOURCES, extractToken } from '../auth/extract-token.js';
 import { FILE_TOKEN_SCOPES, type FileTokens, type FileTokenScope } from '../auth/file-token.js';
 import { BadRequestError, UnauthorizedError } from '../errors.js';
 import { buildFileKey } from '../files/file-names.js';
@@ -7,12 +6,12 @@ import { lookupContentTypeOfName } from '../files/sniff-mime-type.js';
 import type { Storage } from '../files/storage.js';
 import type { ThumbnailCache } from '../files/thumbnail-cache.js';
 import { isThumbnailable, parseThumbnailRequest } from '../files/thumbnail-spec.js';
-import type { Caller } from '../records/caller.js';
 import type { RecordService } from '../records/record-service.js';
 import type { Logger } from '../logger.js';
 import { readQueryParam } from './parse-list-query.js';
 import { readJsonBody } from './read-json-body.js';
-import { describeRequest, type CallerResolver } from './resolve-caller.js';
+import type { CallerResolver } from './resolve-caller.js';
+import type { DownloadAccess, DownloadCallerResolver } from './resolve-download-caller.js';
 import { sendStoredFile } from './send-stored-file.js';
 import type { Route } from './route-table.js';
 import { operationContextOf } from './request-database-context.js';
@@ -22,11 +21,12 @@ export interface FilesRoutesOptions {
   records: RecordService;
   storage: Storage;
   thumbnails: ThumbnailCache;
+  /** Signs the tokens `POST /api/files/token` hands out. */
   fileTokens: FileTokens;
   /** Who is calling, from the Authorization header: who asks for a file token. */
   resolveCaller: CallerResolver;
-  /** Who is downloading, from the header or `?token=` (DOWNLOAD_SOURCES): a file token is checked here first. */
-  resolveDownloadCaller: CallerResolver;
+  /** Who is downloading a protected file (FILE_DOWNLOAD): a file token, or the host's token from the header, cookie or `?token=`. */
+  resolveDownloadCaller: DownloadCallerResolver;
   /** Where a storage failure in mid-download is reported. */
   logger: Logger;
 }
@@ -38,6 +38,9 @@ export interface FilesRoutesOptions {
  */
 const PUBLIC_CACHE = 'public, max-age=2592000, stale-while-revalidate=86400';
 const PROTECTED_CACHE = 'private, no-cache';
+
+/** A protected file opens with a file token of either scope, and with the host's token wherever a download may carry it. */
+const FILE_DOWNLOAD: DownloadAccess = { scope: 'files', hostToken: 'download', what: 'a file download' };
 
 /** `?download=1` (or any value but `0`/`false`) asks for an attachment. */
 function wantsDownload(req: Request): boolean {
@@ -74,25 +77,12 @@ function hasFlag(req: Request, name: string): boolean {
 export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
   const { records, storage, thumbnails, fileTokens, resolveDownloadCaller } = options;
 
-  /**
-   * Who is downloading, resolved only for protected files (a public download never calls the
-   * host's auth()). A file token is checked here; any other token goes to auth().
-   */
-  async function resolveFileCaller(req: Request): Promise<Caller> {
-    const token = extractToken(req, DOWNLOAD_SOURCES);
-    if (token !== '' && fileTokens.isFileToken(token)) {
-      const verified = fileTokens.verify(token);
-      if (!verified) throw new UnauthorizedError('The file token is invalid or expired.', 'invalid_file_token');
-      return describeRequest(req, verified.identity);
-    }
-    return resolveDownloadCaller(req);
-  }
-
   const download: RequestHandler = async (req, res) => {
     const collection = records.collection(req.params.collection as string);
     const recordId = req.params.recordId as string;
     const name = req.params.filename as string;
-    const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveFileCaller(req) }, operationContextOf(req));
+    // The caller is resolved only for a protected file: a public download never calls the host's auth().
+    const { field } = await records.findFileOwner(collection, { id: recordId, name, caller: () => resolveDownloadCaller(req, FILE_DOWNLOAD) }, operationContextOf(req));
     const definition = field.definition;
     const spec = parseThumbnailRequest(
       {

@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createRecordsRouter, diskStorage, type Storage } from '../../lib/index.js';
+import { createRecordsRouter, diskStorage, type RequestLogEntry, type Storage } from '../../lib/index.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
 import type { BackupManifest } from '../../lib/backups/backup-manifest.js';
 import { readBackupArchive } from '../../lib/backups/read-backup-archive.js';
@@ -32,9 +32,12 @@ const collections: CollectionDefinition[] = [
 /** A host app on a listening server: on PGlite, the embedded engine on disk in `dataDir` (what backups snapshot); on Postgres, a schema of the shared server. */
 interface BackupApp extends ServedRouter {
   dataDir: string;
+  /** What the router's `onRequest` was given. */
+  requests: RequestLogEntry[];
 }
 
 async function startBackupApp(options: { engine: Engine; dataDir: string; database?: TestDatabase; maxCount?: number; storage?: Storage; logger?: Logger }): Promise<BackupApp> {
+  const requests: RequestLogEntry[] = [];
   const router = createRecordsRouter({
     collections,
     dataDir: options.dataDir,
@@ -45,9 +48,10 @@ async function startBackupApp(options: { engine: Engine; dataDir: string; databa
     realtime: false,
     fileTokenSecret: TEST_FILE_TOKEN_SECRET,
     backups: { maxCount: options.maxCount ?? 10 },
+    onRequest: (entry) => void requests.push(entry),
     ...(options.engine === 'postgres' ? { database: options.database!.db } : {}),
   });
-  return { ...(await serveRouter(router)), dataDir: options.dataDir };
+  return { ...(await serveRouter(router)), dataDir: options.dataDir, requests };
 }
 
 /** Downloads each row's `doc` from `app` and compares it with the bytes it was made of. */
@@ -56,6 +60,13 @@ async function expectFilesServed(app: BackupApp, rows: Record<string, unknown>[]
     const response = await fetch(`${app.baseUrl}/api/files/notes/${row.id as string}/${row.doc as string}`);
     expect(Buffer.from(await response.arrayBuffer())).toEqual(bytesOf(row.seq as number));
   }
+}
+
+/** The last request to `route` that `onRequest` got, once one has come (an entry is handed over when the response ends, possibly just after the client read it). */
+async function lastLogged(app: BackupApp, method: string, route: string): Promise<RequestLogEntry | undefined> {
+  const find = () => app.requests.filter((entry) => entry.method === method && entry.route === route).at(-1);
+  for (let i = 0; i < 500 && find() === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return find();
 }
 
 /** The body of the 4xx a call answered, as the SDK reports it. */
@@ -178,6 +189,8 @@ describe.each(testEngines())('backups on %s', (engine) => {
     const bytes = Buffer.from(await download.arrayBuffer());
     expect(bytes.length).toBe(made.size);
     expect(bytes.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+    // The request log names whom the download was served as, as for a protected file by file token.
+    expect(await lastLogged(app, 'GET', '/api/backups/:key')).toMatchObject({ status: 200, callerId: TEST_IDENTITIES['token-root']!.id });
 
     expect(await failureOf(root.backups.upload({ file: new Blob(['x']) }))).toMatchObject({ status: 400, message: expect.stringMatching(/recordbase restore/) });
     expect(await failureOf(root.backups.restore(made.key))).toMatchObject({ status: 400, message: expect.stringMatching(/recordbase restore/) });
