@@ -1,6 +1,8 @@
 export { createRecordsRouter, type RecordsRouter } from './router.js';
 export { createAppServer, appServerClasses, type AppServerClasses, type PrototypedApp } from './http/create-app-server.js';
-export type { RecordsRouterOptions, Limits, FileSweepOptions, RealtimeSettings } from './options.js';
+export type { RecordsRouterOptions, Limits } from './options.js';
+export type { FileSweepOptions } from './files/sweep-files.js';
+export type { RealtimeSettings } from './realtime/realtime-hub.js';
 export { diskStorage, type DiskStorage, type DiskStorageOptions } from './files/disk-storage.js';
 export {
   StorageNotFoundError,

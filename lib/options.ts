@@ -5,6 +5,7 @@ import { checkFileTokenSecret } from './auth/file-token.js';
 import type { AuthFunction } from './auth/identity.js';
 import { diskStorage } from './files/disk-storage.js';
 import type { Storage } from './files/storage.js';
+import type { FileSweepOptions } from './files/sweep-files.js';
 import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger, RequestLogFunction } from './logger.js';
 import { consoleLogger } from './logger.js';
@@ -13,6 +14,7 @@ import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/
 import { checkHooks, type RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 import { checkMigrationsOption, type MigrationsOption } from './migrations/migration-definition.js';
+import type { RealtimeSettings } from './realtime/realtime-hub.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -163,49 +165,6 @@ export interface BackupSettings {
   dir: string;
   /** Backups the folder may hold; creating one more is a 400 `backup_limit_reached`. Default 10. */
   maxCount: number;
-}
-
-/** The realtime settings (docs/realtime.md, docs/configuration.md). */
-export interface RealtimeSettings {
-  /** Milliseconds between the `:` comment lines that keep idle streams open through proxies. Default 25,000. */
-  heartbeatMs: number;
-  /** Streams one instance holds at most; one more is a 503 `realtime_too_many_clients`. Default 10,000. */
-  maxClients: number;
-  /**
-   * Streams one client address (`req.ip`: behind a proxy, set Express's `trust proxy`) may hold on
-   * one instance; one more is a 429 `realtime_too_many_clients_per_address`. Default 100.
-   */
-  maxClientsPerAddress: number;
-  /** Clients one identity may subscribe with, across instances; one more is a 429 `realtime_too_many_clients_per_identity`. Default 50. */
-  maxClientsPerIdentity: number;
-  /** Milliseconds between an instance's heartbeats in the registry; silent for 3x this, it counts as gone with its clients. Default 5,000. */
-  instanceHeartbeatMs: number;
-  /** How long a change stays in the outbox table before it is pruned, in milliseconds. Default 10 minutes. */
-  outboxRetentionMs: number;
-  /** Bytes a client's stream may have waiting to be sent; a client further behind is dropped. Default 4 MiB. */
-  maxClientBufferBytes: number;
-  /**
-   * Longest one check of a change against subscriptions may run, in milliseconds (its statements
-   * are cancelled past it); a client whose checks fail 3 times in a row has its stream ended.
-   * Default 500, or `limits.statementTimeoutMs` when that is lower (the embedded engine on disk):
-   * far below a request's own bound, since it runs for every change.
-   */
-  checkTimeoutMs: number;
-  /**
-   * Whether a subscription's `options.headers` are `@request.headers.*` in its rules, as in
-   * PocketBase. The client writes them, so a header a proxy or the host sets over HTTP is the
-   * client's choice on realtime; `false` gives subscriptions no headers, and header rules there
-   * read every header as absent. Default true.
-   */
-  subscriptionHeaders: boolean;
-}
-
-/** When the sweep of unreferenced files runs, and which files it may remove. */
-export interface FileSweepOptions {
-  /** Milliseconds between sweeps. Default 6 hours. */
-  intervalMs?: number;
-  /** Minimum age in milliseconds of a file the sweep may remove. Default 24 hours. */
-  minAgeMs?: number;
 }
 
 /** Options with every default filled in. */

@@ -85,15 +85,19 @@ export async function sweepUnreferencedFiles(options: SweepOptions): Promise<Swe
   return outcome.result;
 }
 
-/** Options of `startFileSweeper`. */
-export interface FileSweeperOptions {
+/** When the sweep of unreferenced files runs, and which files it may remove: the router's `fileSweep` option. */
+export interface FileSweepOptions {
+  /** Milliseconds from the end of one sweep to the start of the next. Default 6 hours. */
+  intervalMs?: number;
+  /** Minimum age in milliseconds of a file the sweep may remove (the grace period, as `SweepOptions.minAgeMs`). Default 24 hours. */
+  minAgeMs?: number;
+}
+
+/** Options of `startFileSweeper`: the `fileSweep` option resolved (and checked, in lib/options.ts), and what it sweeps. */
+export interface FileSweeperOptions extends Required<FileSweepOptions> {
   database: Knex;
   registry: SchemaRegistry;
   storage: Storage;
-  /** Time between the end of one sweep and the start of the next; checked where options are resolved (lib/options.ts). */
-  intervalMs: number;
-  /** The grace period (see `SweepOptions.minAgeMs`). */
-  minAgeMs: number;
   /**
    * Delay before the first sweep. Default: one minute, or `intervalMs` when shorter. Not a full
    * interval, so that a service redeployed more often than its interval still gets swept.

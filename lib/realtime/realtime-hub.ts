@@ -3,13 +3,13 @@ import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import { boundedKnex } from '../db/bound-statements.js';
+import type { DatabaseContext } from '../db/database-context.js';
 import { clientKeyOfAddress } from '../db/fair-gate.js';
 import { startNotificationListener, type NotificationListener } from '../db/notification-listener.js';
 import type { RecordStore } from '../db/record-store.js';
 import { CHANGES_CHANNEL, instanceChannel } from '../db/shared-names.js';
 import { BadRequestError, UnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Limits, RealtimeSettings } from '../options.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { ChangeReader, type Change } from './change-reader.js';
@@ -22,6 +22,41 @@ import { SseStream } from './sse-stream.js';
 import { StreamSlots } from './stream-slots.js';
 import { prepareSubscriptions, type PreparedSubscription } from './subscription-conditions.js';
 
+/** The realtime settings: the router's `realtime` option resolved (docs/realtime.md, docs/configuration.md). */
+export interface RealtimeSettings {
+  /** Milliseconds between the `:` comment lines that keep idle streams open through proxies. Default 25,000. */
+  heartbeatMs: number;
+  /** Streams one instance holds at most; one more is a 503 `realtime_too_many_clients`. Default 10,000. */
+  maxClients: number;
+  /**
+   * Streams one client address (`req.ip`: behind a proxy, set Express's `trust proxy`) may hold on
+   * one instance; one more is a 429 `realtime_too_many_clients_per_address`. Default 100.
+   */
+  maxClientsPerAddress: number;
+  /** Clients one identity may subscribe with, across instances; one more is a 429 `realtime_too_many_clients_per_identity`. Default 50. */
+  maxClientsPerIdentity: number;
+  /** Milliseconds between an instance's heartbeats in the registry; silent for 3x this, it counts as gone with its clients. Default 5,000. */
+  instanceHeartbeatMs: number;
+  /** How long a change stays in the outbox table before it is pruned, in milliseconds. Default 10 minutes. */
+  outboxRetentionMs: number;
+  /** Bytes a client's stream may have waiting to be sent; a client further behind is dropped. Default 4 MiB. */
+  maxClientBufferBytes: number;
+  /**
+   * Longest one check of a change against subscriptions may run, in milliseconds (its statements
+   * are cancelled past it); a client whose checks fail 3 times in a row has its stream ended.
+   * Default 500, or `limits.statementTimeoutMs` when that is lower (the embedded engine on disk):
+   * far below a request's own bound, since it runs for every change.
+   */
+  checkTimeoutMs: number;
+  /**
+   * Whether a subscription's `options.headers` are `@request.headers.*` in its rules, as in
+   * PocketBase. The client writes them, so a header a proxy or the host sets over HTTP is the
+   * client's choice on realtime; `false` gives subscriptions no headers, and header rules there
+   * read every header as absent. Default true.
+   */
+  subscriptionHeaders: boolean;
+}
+
 /** What the hub needs from the router. */
 export interface RealtimeHubOptions {
   db: Knex;
@@ -30,7 +65,8 @@ export interface RealtimeHubOptions {
   registry: SchemaRegistry;
   presenter: RecordPresenter;
   settings: RealtimeSettings;
-  limits: Pick<Limits, 'statementTimeoutMs' | 'acquireTimeoutMs'>;
+  /** The bounds of realtime's own statements: the router's `limits` of the same names. */
+  limits: Pick<DatabaseContext, 'statementTimeoutMs' | 'acquireTimeoutMs'>;
   logger: Logger;
 }
 
