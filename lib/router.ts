@@ -52,8 +52,9 @@ export interface RecordsRouter extends Router {
   readonly api: RecordsApi;
   /**
    * Writes a backup (docs/deployment.md, "Backups"): one `.tar.gz` in `backups.dir` with a
-   * consistent snapshot of the embedded database and the disk storage's files; resolves with its
-   * key, size and manifest. One at a time; waits for `ready`.
+   * consistent snapshot of the embedded database and the storage's files (a storage that offers
+   * `localPath`, as disk storage does); resolves with its key, size and manifest. One at a time;
+   * waits for `ready`.
    */
   backup(options?: { name?: string }): Promise<CreatedBackup>;
   /**
