@@ -4,8 +4,7 @@ import { SchemaError } from '../../../lib/errors.js';
 import { buildSchemaRegistry, type FieldSchema } from '../../../lib/schema/collection-schema.js';
 import type { FieldDefinition, FieldType } from '../../../lib/schema/definitions.js';
 import { FIELD_TYPES, findFieldType } from '../../../lib/schema/field-types.js';
-import { generateRecordId, isRecordId, OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN } from '../../../lib/schema/record-id.js';
-import { STORAGE_KINDS, type StorageKind } from '../../../lib/schema/storage-kinds.js';
+import { STORAGE_KINDS } from '../../../lib/schema/storage-kinds.js';
 
 /** A declaration of `type` with the settings it needs to be valid (select values, relation target). */
 function minimalDefinition(type: FieldType, name = 'f'): FieldDefinition {
@@ -104,40 +103,5 @@ describe('the field type registry', () => {
     // Compiles only because `type` narrows `definition` (the test files are type-checked).
     const settings = field.type === 'file' ? { protected: field.definition.protected, thumbs: field.definition.thumbs } : undefined;
     expect(settings).toEqual({ protected: true, thumbs: ['10x10'] });
-  });
-});
-
-describe('the storage kinds', () => {
-  const kinds = Object.keys(STORAGE_KINDS) as StorageKind[];
-
-  test.each(kinds)('%s: a NULL column reads as the empty value, which is blank, and a fresh one each time', (kind) => {
-    const spec = STORAGE_KINDS[kind];
-    expect(spec.readColumn(null)).toEqual(spec.emptyValue());
-    expect(spec.isBlank(spec.emptyValue())).toBe(true);
-    const a = spec.emptyValue();
-    if (typeof a === 'object' && a !== null) expect(spec.emptyValue()).not.toBe(a);
-  });
-
-  test.each(kinds)('%s: never NULL exactly when the column is NOT NULL, and only then is a missing row filled', (kind) => {
-    const spec = STORAGE_KINDS[kind];
-    expect(spec.columnDdl.includes('NOT NULL')).toBe(spec.neverNull);
-    const missing = { sql: '(SELECT NULL)', bindings: [] };
-    expect(spec.fillEmptySql(missing) === missing).toBe(!spec.neverNull);
-  });
-});
-
-describe('the record id', () => {
-  test('generated ids pass the check and both patterns; the optional pattern also takes ""', () => {
-    for (let i = 0; i < 200; i++) {
-      const id = generateRecordId();
-      expect(isRecordId(id)).toBe(true);
-      expect(new RegExp(RECORD_ID_PATTERN).test(id)).toBe(true);
-      expect(new RegExp(OPTIONAL_RECORD_ID_PATTERN).test(id)).toBe(true);
-    }
-    expect(new RegExp(OPTIONAL_RECORD_ID_PATTERN).test('')).toBe(true);
-    for (const bad of ['', 'ABCDEFGHIJKLMNO', 'abc', 'abcdefghijklmno1', 'abcdefghijklmn-', 42, null]) {
-      expect(isRecordId(bad)).toBe(false);
-    }
-    expect(new RegExp(RECORD_ID_PATTERN).test('')).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { formatRecordDate, hasRecordDateShape, recordDateFromPostgresText } from '../../../lib/schema/record-date.js';
+import { formatRecordDate, hasRecordDateShape, parseDateInput, recordDateFromPostgresText } from '../../../lib/schema/record-date.js';
 
 /** The formatter as it was written before: Date getters and padded numbers. */
 function reference(d: Date): string {
@@ -59,5 +59,25 @@ describe('recordDateFromPostgresText', () => {
     for (const text of ['2024-02-29T23:59:59.123Z', '2024-02-29 23:59:59.123+00', '2024-02-29 23:59:59Z', '2024-02-29 23:59:59.12xZ', '2024-02-29 23:59:59.1234Z']) {
       expect(hasRecordDateShape(text)).toBe(false);
     }
+  });
+});
+
+describe('formatRecordDate and parseDateInput', () => {
+  test('formatRecordDate pads every part', () => {
+    expect(formatRecordDate(new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 6)))).toBe('2024-01-02 03:04:05.006Z');
+  });
+
+  test('formatRecordDate refuses invalid and unrepresentable dates', () => {
+    expect(() => formatRecordDate(new Date(Number.NaN))).toThrow(RangeError);
+    expect(() => formatRecordDate(new Date(Date.UTC(10000, 0, 1)))).toThrow(RangeError);
+  });
+
+  test('parseDateInput round-trips the record format', () => {
+    expect(parseDateInput('1999-12-31 23:59:59.999Z')).toBe('1999-12-31 23:59:59.999Z');
+  });
+
+  test('parseDateInput returns null for junk and overlong input', () => {
+    expect(parseDateInput('nope')).toBeNull();
+    expect(parseDateInput('2024-05-01' + '0'.repeat(100))).toBeNull();
   });
 });
