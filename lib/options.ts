@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { checkFileTokenSecret } from './auth/file-token.js';
+import type { BackupSettings } from './backups/backup-service.js';
 import type { AuthFunction } from './auth/identity.js';
 import { diskStorage } from './files/disk-storage.js';
 import type { Storage } from './files/storage.js';
@@ -157,14 +158,6 @@ export interface RecordsRouterOptions {
    * (default `dataDir/backups`) and the most it may hold (default 10; one more is refused).
    */
   backups?: Partial<BackupSettings>;
-}
-
-/** Where backups are kept and how many (docs/deployment.md, "Backups"). */
-export interface BackupSettings {
-  /** The backups folder. Default `dataDir/backups`. */
-  dir: string;
-  /** Backups the folder may hold; creating one more is a 400 `backup_limit_reached`. Default 10. */
-  maxCount: number;
 }
 
 /** Options with every default filled in. */

@@ -31,16 +31,20 @@ export interface CreatedBackup extends BackupInfo {
   heldMs: number;
 }
 
+/** Where backups are kept and how many: the router's `backups` option resolved (docs/deployment.md, "Backups"). */
+export interface BackupSettings {
+  /** The backups folder. Default `dataDir/backups`. */
+  dir: string;
+  /** Backups the folder may hold; creating one more is a 400 `backup_limit_reached`. Default 10. */
+  maxCount: number;
+}
+
 /** What the service works with: the router's database and storage, and where backups go. */
-export interface BackupServiceOptions {
+export interface BackupServiceOptions extends BackupSettings {
   database: Knex;
   /** The embedded database's folder, when the router opened it; absent for a host's Postgres. */
   embeddedDirectory?: string;
   storage: Storage;
-  /** The backups folder. */
-  dir: string;
-  /** Most backups the folder may hold; one more is refused. */
-  maxCount: number;
   logger: Logger;
 }
 
