@@ -413,6 +413,10 @@ function resolveGroup<T>(key: string, group: OptionGroup<T>, options: { given: u
   if (options.given === false && group.canBeOff) return false;
   if (options.given !== undefined && (options.given === null || typeof options.given !== 'object' || Array.isArray(options.given))) throw new TypeError(group.message);
   const given = (options.given ?? {}) as Partial<T>;
+  // A key the group does not have is a typo or a setting of another version: refused, never ignored.
+  const known = Object.keys(group.entries);
+  const unknown = Object.keys(given).find((name) => !known.includes(name));
+  if (unknown !== undefined) throw new TypeError(`${key}.${unknown} is not an option (${key} takes ${known.join(', ')})`);
   return resolveEntries(group.entries, { prefix: `${key}.`, given, into: {}, context: options.context, env: options.env });
 }
 

@@ -51,6 +51,12 @@ describe('every option has its check', () => {
     [{ fileTokenSecret: 'x'.repeat(31) }, 'fileTokenSecret must be a string of at least 32 characters'],
     [{ openapi: 'yes' }, 'openapi must be true or false'],
     [{ thumbnailWorkers: 2.5 }, 'thumbnailWorkers must be a positive integer'],
+    // A setting of a group it does not belong to, misspelt, or of another version: never silently ignored.
+    [{ limits: { statmentTimeoutMs: 1000 } }, 'limits.statmentTimeoutMs is not an option (limits takes '],
+    [{ realtime: { subscriptionHeader: false } }, 'realtime.subscriptionHeader is not an option (realtime takes '],
+    [{ batch: { maxRequest: 10 } }, 'batch.maxRequest is not an option'],
+    [{ fileSweep: { interval: 1000 } }, 'fileSweep.interval is not an option'],
+    [{ backups: { directory: '/x' } }, 'backups.directory is not an option'],
   ])('%j throws', (options, message) => {
     const resolve = () => resolveOptions({ ...base, ...(options as object) }, {});
     expect(resolve).toThrow(TypeError);
