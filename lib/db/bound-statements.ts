@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { DatabaseContext } from './database-context.js';
-import { directPostgresSender } from './send-to-postgres.js';
 import { FairGate, type GateTicket } from './fair-gate.js';
 import { CANCEL_GRACE_MS, cancelRunning, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, type StoppableClient } from './stop-statement.js';
 import { QueueFullError, StatementInterruptedError, type InterruptionReason } from './statement-interrupted-error.js';
@@ -134,8 +133,6 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
   const runStatement = Base.prototype._query;
   const acquire = Base.prototype.acquireConnection;
   const release = Base.prototype.releaseConnection;
-  const direct = directPostgresSender(client, runStatement);
-  const send = (self: BoundableClient, connection: unknown, obj: unknown): Promise<unknown> => direct?.(connection, obj) || runStatement.call(self, connection, obj);
   class BoundClient extends Base {
     override _query(connection: unknown, obj: unknown): Promise<unknown> {
       const restarted = restartReasonOf(connection);
@@ -144,13 +141,13 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
         return Promise.resolve(Object.assign(obj as object, { response: { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] } }));
       }
       const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
-      if (context === undefined) return send(this, connection, obj);
+      if (context === undefined) return runStatement.call(this, connection, obj);
       // A client that has gone, or whose budget is spent, gets no new statement, but one that ends a transaction.
       const endsTransaction = TRANSACTION_END.test((obj as { sql?: string }).sql ?? '');
       if (context.signal?.aborted && !endsTransaction) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
       const limitMs = endsTransaction ? context.statementTimeoutMs : statementLimitMs(context);
       if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
-      return runBounded(this, { context, connection, limitMs }, send(this, connection, obj));
+      return runBounded(this, { context, connection, limitMs }, runStatement.call(this, connection, obj));
     }
 
     override acquireConnection(): Promise<unknown> {
