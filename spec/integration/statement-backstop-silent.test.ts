@@ -10,7 +10,7 @@ import { BackendWatcher } from '../../lib/db/backend-watcher.js';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { startFreezingProxy, type FreezingProxy } from '../support/freezing-proxy.js';
 import { createMemoryLogger } from '../support/test-app.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
+import { startMonitoredPostgres, type MonitoredPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 /**
  * The backstop that needs no cancel (issue 41, finding 1), on a Postgres of the test's own: when
@@ -21,18 +21,17 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throw
  * when a backend has really ended its statement.
  */
 
+let postgres: MonitoredPostgres;
 let server: ThrowawayPostgres;
 let monitor: pg.Client;
 
 beforeAll(async () => {
-  server = await startThrowawayPostgres();
-  monitor = new pg.Client({ connectionString: server.url });
-  await monitor.connect();
+  postgres = await startMonitoredPostgres();
+  ({ server, monitor } = postgres);
 }, 60_000);
 
 afterAll(async () => {
-  await monitor?.end();
-  await server?.destroy();
+  await postgres?.destroy();
 }, 60_000);
 
 /** Statements of `applicationName` running now, with how long each has run. */

@@ -20,7 +20,7 @@ import type { Limits } from '../../lib/options.js';
 import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
 import { startFreezingProxy, type FreezingProxy } from '../support/freezing-proxy.js';
 import { createMemoryLogger } from '../support/test-app.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
+import { startMonitoredPostgres, type MonitoredPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 const collections = [{ name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: { list: '', view: '', create: '', update: '' } }];
 const ROWS = 20_000;
@@ -29,18 +29,17 @@ const SLOW_FILTER = Array.from({ length: 150 }, (_, i) => `text ~ 'zq${i}'`).joi
 const SLOW_LIST = `/api/collections/notes/records?skipTotal=1&filter=${encodeURIComponent(SLOW_FILTER)}`;
 const LIST = '/api/collections/notes/records?perPage=1&skipTotal=1';
 
+let postgres: MonitoredPostgres;
 let server: ThrowawayPostgres;
 let monitor: pg.Client;
 
 beforeAll(async () => {
-  server = await startThrowawayPostgres({ settings: { max_parallel_workers_per_gather: 0 } });
-  monitor = new pg.Client({ connectionString: server.url });
-  await monitor.connect();
+  postgres = await startMonitoredPostgres({ settings: { max_parallel_workers_per_gather: 0 } });
+  ({ server, monitor } = postgres);
 }, 60_000);
 
 afterAll(async () => {
-  await monitor?.end();
-  await server?.destroy();
+  await postgres?.destroy();
 }, 60_000);
 
 /** A host app on `url` with its own application_name, so that pg_stat_activity shows its statements apart. */

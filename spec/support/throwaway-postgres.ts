@@ -341,3 +341,26 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   }
   return inst;
 }
+
+/** A throwaway server and a plain connection to it for watching `pg_stat_activity`. */
+export interface MonitoredPostgres {
+  readonly server: ThrowawayPostgres;
+  readonly monitor: pg.Client;
+  /** Ends the monitor's connection, then destroys the server. */
+  destroy(): Promise<void>;
+}
+
+/** Starts a throwaway server (startThrowawayPostgres) and connects a monitor to it. */
+export async function startMonitoredPostgres(options: ThrowawayPostgresOptions = {}): Promise<MonitoredPostgres> {
+  const server = await startThrowawayPostgres(options);
+  const monitor = new pg.Client({ connectionString: server.url });
+  await monitor.connect();
+  return {
+    server,
+    monitor,
+    async destroy() {
+      await monitor.end();
+      await server.destroy();
+    },
+  };
+}
