@@ -218,7 +218,7 @@ describe.each(testEngines())('rule integrity on %s', (engine) => {
   });
 
   describe('file tokens and cookies', () => {
-    test('a file token carries only the id (and superuser flag): other identity fields read empty in rules', async () => {
+    test('a file token carries only the id (and superuser flag and its scope): other identity fields read empty in rules', async () => {
       const created = await app.http.post(api('editorial/records')).set(ALICE).attach('paper', Buffer.from('draft'), 'draft.txt');
       expect(created.status).toBe(200);
       const url = `/backend/api/files/editorial/${created.body.id}/${created.body.paper}`;
@@ -226,7 +226,7 @@ describe.each(testEngines())('rule integrity on %s', (engine) => {
       expect((await app.http.get(url).set(ALICE)).status).toBe(200);
       const token = (await app.http.post('/backend/api/files/token').set(ALICE)).body.token as string;
       const payload = Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8');
-      expect(JSON.parse(payload)).toEqual({ v: 2, exp: expect.any(Number), sub: P.alice });
+      expect(JSON.parse(payload)).toEqual({ v: 3, exp: expect.any(Number), sub: P.alice, scope: 'all' });
       for (const leaked of ['Alice', 'editor', 'role', 'name']) expect(payload).not.toContain(leaked);
       // With the file token, @request.auth.role is empty: the documented consequence.
       expect((await app.http.get(`${url}?token=${token}`)).status).toBe(404);
