@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseContext } from './database-context.js';
 import { FairGate, type GateTicket } from './fair-gate.js';
-import { CANCEL_GRACE_MS, cancelRunning, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, type StoppableClient } from './stop-statement.js';
+import { CANCEL_GRACE_MS, canStopStatements, cancelRunning, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, type StoppableClient } from './stop-statement.js';
 import { QueueFullError, StatementInterruptedError, type InterruptionReason } from './statement-interrupted-error.js';
 
 /** Statement timeout of the embedded engine on disk when `limits.statementTimeoutMs` is not given (see defaultStatementTimeoutMs). */
@@ -145,7 +145,9 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
       // A client that has gone, or whose budget is spent, gets no new statement, but one that ends a transaction.
       const endsTransaction = TRANSACTION_END.test((obj as { sql?: string }).sql ?? '');
       if (context.signal?.aborted && !endsTransaction) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
-      const limitMs = endsTransaction ? context.statementTimeoutMs : statementLimitMs(context);
+      // The request's shared budget bounds what it costs the database; where a statement cannot be
+      // stopped (the in-memory engine) answering early saves nothing, so each keeps the whole timeout.
+      const limitMs = endsTransaction || !canStopStatements(this) ? context.statementTimeoutMs : statementLimitMs(context);
       if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
       return runBounded(this, { context, connection, limitMs }, runStatement.call(this, connection, obj));
     }

@@ -26,6 +26,15 @@ export interface StoppableClient {
   destroyRawConnection?(connection: unknown): Promise<unknown>;
 }
 
+/**
+ * Whether the engine can stop a running statement: Postgres (a cancel request) and the embedded
+ * engine on disk (its worker restarted) can; the in-memory engine cannot (the caller is answered
+ * while the statement runs on to its end).
+ */
+export function canStopStatements(client: StoppableClient): boolean {
+  return client.cancelStatement === undefined || client.stopsStatementsByRestart === true;
+}
+
 /** A connection as a WeakMap key (every engine's is an object; anything else is never bound). */
 export function isConnectionObject(connection: unknown): connection is object {
   return typeof connection === 'object' && connection !== null;
