@@ -120,7 +120,7 @@ describe('router lifecycle', () => {
       await served.close();
       await withoutRealtime.destroy();
     }
-  });
+  }, 60_000);
 
   test('an unsafe schema change: ready rejects with a message naming collection and field; requests get it as 503', async () => {
     const first = createRecordsRouter({ collections: notes, dataDir: dir, logger: createMemoryLogger() });
