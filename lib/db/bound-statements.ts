@@ -271,7 +271,7 @@ interface BoundedStatement {
 function runBounded(client: BoundableClient, statement: BoundedStatement, running: Promise<unknown>): Promise<unknown> {
   const { context, connection, limitMs } = statement;
   const signal = context.signal;
-  const started = signal === undefined ? 0 : Date.now();
+  const started = signal === undefined && context.budget === undefined ? 0 : Date.now();
   return new Promise((resolve, reject) => {
     let stopped: StatementInterruptedError | undefined;
     let graceTimer: NodeJS.Timeout | undefined;
@@ -279,6 +279,7 @@ function runBounded(client: BoundableClient, statement: BoundedStatement, runnin
     let settled = false;
     const finish = () => {
       settled = true;
+      context.budget?.spend(Date.now() - started);
       clearTimeout(timeoutTimer);
       if (graceTimer !== undefined) clearTimeout(graceTimer);
       if (abandonTimer !== undefined) clearTimeout(abandonTimer);

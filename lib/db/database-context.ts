@@ -20,24 +20,30 @@ export interface DatabaseContext {
    */
   client?: string;
   /**
-   * Present when the unit's statements share one deadline (an HTTP request's): the first
-   * statement may run `statementTimeoutMs`, every later one only what is left of it, so a
-   * request's list and its count together end within one statement timeout.
+   * Present when the unit's statements share one budget (an HTTP request's): together they may
+   * run `statementTimeoutMs`, each later one only what the earlier ones left, so a request's list
+   * and its count together cost at most one statement timeout.
    */
   budget?: StatementBudget;
 }
 
 /**
- * The time the statements of one unit of work share: it starts with the unit's first statement
- * and lasts `limitMs` from there, whatever the unit does in between (waits for a connection too).
+ * The time the statements of one unit of work share: the time they run, added up, never more
+ * than `limitMs` in all. Waits between them (for a connection, for another client's turn on the
+ * embedded engine's one connection) do not count: they cost the database nothing, and counting
+ * them would make one client's slow statements fail another client's requests.
  */
 export class StatementBudget {
-  private endsAt: number | undefined;
+  private spentMs = 0;
 
-  /** Milliseconds the next statement may run: `limitMs` for the first, then what is left of it (0 when nothing is). */
-  allow(limitMs: number, now = Date.now()): number {
-    this.endsAt ??= now + limitMs;
-    return Math.max(0, Math.min(limitMs, this.endsAt - now));
+  /** Milliseconds the next statement may run: what is left of `limitMs` (0 when nothing is). */
+  allow(limitMs: number): number {
+    return Math.max(0, limitMs - this.spentMs);
+  }
+
+  /** Counts a statement's running time against the budget. */
+  spend(ms: number): void {
+    this.spentMs += ms;
   }
 }
 
