@@ -142,12 +142,14 @@ export function installStatementBounds(db: Knex, fairness: FairnessLimits): void
       }
       const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
       if (context === undefined) return runStatement.call(this, connection, obj);
-      // A client that has gone, or whose budget is spent, gets no new statement, but one that ends a transaction.
-      const endsTransaction = TRANSACTION_END.test((obj as { sql?: string }).sql ?? '');
-      if (context.signal?.aborted && !endsTransaction) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
       // The request's shared budget bounds what it costs the database; where a statement cannot be
       // stopped (the in-memory engine) answering early saves nothing, so each keeps the whole timeout.
-      const limitMs = endsTransaction || !canStopStatements(this) ? context.statementTimeoutMs : statementLimitMs(context);
+      let limitMs = canStopStatements(this) ? statementLimitMs(context) : context.statementTimeoutMs;
+      const aborted = context.signal?.aborted === true;
+      // A client that has gone, or whose budget is cut, gets no new statement, but one that ends a
+      // transaction, which keeps the whole timeout (the text is read only then, not per statement).
+      if ((aborted || limitMs < context.statementTimeoutMs) && TRANSACTION_END.test((obj as { sql?: string }).sql ?? '')) limitMs = context.statementTimeoutMs;
+      else if (aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
       if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
       return runBounded(this, { context, connection, limitMs }, runStatement.call(this, connection, obj));
     }
