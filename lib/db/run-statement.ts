@@ -91,7 +91,7 @@ export interface HeldConnection {
  * statements as Knex's transaction sends, without the Knex instance it builds for every
  * transaction (makeKnex): recordbase's statements need only the connection.
  */
-export async function runTransaction<T>(db: Knex, context: DatabaseContext, work: (held: HeldConnection) => Promise<T>): Promise<T> {
+export async function runTransaction<T>(db: Knex, context: DatabaseContext | undefined, work: (held: HeldConnection) => Promise<T>): Promise<T> {
   const client = db.client as unknown as StatementClient;
   const held: HeldConnection = { connection: await acquireWithin(db, context) };
   try {
