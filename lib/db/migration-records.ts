@@ -2,6 +2,7 @@ import { types } from 'node:util';
 import type { Knex } from 'knex';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { StatementRunner } from './statement-runner.js';
 import { MIGRATIONS_TABLE, SCHEMA_SYNC_LOCK_KEY } from './shared-names.js';
 
 /** A row of MIGRATIONS_TABLE: a migration applied to this database. */
@@ -20,7 +21,7 @@ export interface AppliedMigration {
  */
 export async function inSchemaLockedTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (trx) => {
-    await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+    await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
     await trx.raw(`CREATE TABLE IF NOT EXISTS ${q(MIGRATIONS_TABLE)} ("name" text PRIMARY KEY, "applied_at" timestamptz NOT NULL DEFAULT now(), "checksum" text NOT NULL DEFAULT '')`);
     return work(trx);
   });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { StatementRunner } from './statement-runner.js';
 import { INSTANCE_EXPIRY_SQL, READING_OTHER_TABLES_SQL } from './realtime-schema.js';
 import { CLIENTS_READS_OTHER_TABLES_COLUMN, CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
 
@@ -167,7 +168,7 @@ export async function withClientLocked<T>(db: Knex, clientId: string, work: (cli
     return work({
       instanceId: row.instance_id,
       identity: row.identity,
-      lockIdentity: (identityId) => waitForAdvisoryXactLock(trx, REALTIME_IDENTITY_LOCK_PREFIX + identityId),
+      lockIdentity: (identityId) => waitForAdvisoryXactLock(new StatementRunner(trx), REALTIME_IDENTITY_LOCK_PREFIX + identityId),
       async countOthersWithIdentity(identityId) {
         const others: { rows: { n: number }[] } = await trx.raw(`SELECT count(*)::int AS "n" FROM ${q(CLIENTS_TABLE)} WHERE ("identity" ->> 'id') = ? AND "client_id" <> ?`, [identityId, clientId]);
         return others.rows[0]?.n ?? 0;

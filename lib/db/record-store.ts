@@ -4,6 +4,7 @@ import { compileObjectShape } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
+import type { StatementRunner } from './statement-runner.js';
 import { preparedName, runStatement, runTransaction, type HeldConnection, type Statement, type StatementResult } from './run-statement.js';
 import type { DatabaseContext } from './database-context.js';
 
@@ -158,6 +159,11 @@ export class RecordStore {
     /** The connection of this store's own transaction (transaction()), which every statement then uses. */
     private readonly held?: HeldConnection,
   ) {}
+
+  /** A store whose statements go where `runner`'s go (its transaction's connection, or the pool under its bounds). */
+  static on(runner: StatementRunner): RecordStore {
+    return new RecordStore(runner.db, runner.context, runner.held);
+  }
 
   /** This store for one unit of work: every statement bounded by `context`. */
   within(context: DatabaseContext): RecordStore {

@@ -12,8 +12,8 @@ import { runStatement, runTransaction, type HeldConnection, type Statement, type
  */
 export class StatementRunner {
   constructor(
-    /** The Knex whose pool the connections come from. */
-    readonly db: Knex,
+    /** The Knex whose pool the connections come from (a Knex transaction only while callers move over: issue 42, step 3). */
+    readonly db: Knex | Knex.Transaction,
     /** What bounds every statement (lib/db/database-context.ts); none: unbounded. */
     readonly context?: DatabaseContext,
     /** Set on a transaction's runner: every statement runs on that connection. */
@@ -42,7 +42,7 @@ export class StatementRunner {
    * failing part leaves what came before it in place.
    */
   async transaction<T>(work: (runner: StatementRunner) => Promise<T>): Promise<T> {
-    if (this.held === undefined) return runTransaction(this.db, this.context, (held) => work(new StatementRunner(this.db, this.context, held)));
+    if (this.held === undefined) return runTransaction(this.db as Knex, this.context, (held) => work(new StatementRunner(this.db, this.context, held)));
     const name = `rb_savepoint_${++savepoints}`;
     await this.query({ sql: `SAVEPOINT ${name}`, bindings: [] });
     let result: T;

@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
+import { StatementRunner } from './statement-runner.js';
 import { syncViews } from './sync-views.js';
 import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
 
@@ -113,7 +114,7 @@ export async function syncDatabaseSchema(
 ): Promise<SchemaSync> {
   const additions = options.additions ?? [];
   const plan = await db.transaction(async (trx): Promise<SchemaSync> => {
-    await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+    await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
     const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
     for (const statement of plan.statements) await trx.raw(statement);
     for (const [name, applied] of plan.applied) {
@@ -146,7 +147,7 @@ export async function previewViewCollections(db: Knex, collections: readonly Col
   let views: ReadonlyMap<string, CollectionSchema> = new Map();
   try {
     await db.transaction(async (trx) => {
-      await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+      await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
       const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
       for (const statement of plan.statements) await trx.raw(statement);
       views = (await syncViews(trx, collections)).views;
@@ -164,7 +165,7 @@ export async function previewViewCollections(db: Knex, collections: readonly Col
  * files of such a table's records). One catalogue query; asked at the moment, as a newer instance
  * may add a column at any time.
  */
-export async function hasUndeclaredColumns(db: Knex | Knex.Transaction, collection: CollectionSchema): Promise<boolean> {
-  const rows: { column_name: string }[] = await db.select('column_name').from('information_schema.columns').whereRaw('table_schema = current_schema()').andWhere('table_name', collection.table);
+export async function hasUndeclaredColumns(runner: StatementRunner, collection: CollectionSchema): Promise<boolean> {
+  const rows = await runner.rows<{ column_name: string }>({ sql: 'SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?', bindings: [collection.table] });
   return rows.some((row) => !collection.field(row.column_name));
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
 import { RecordStore } from '../db/record-store.js';
+import { StatementRunner } from '../db/statement-runner.js';
 import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
 import { hasUndeclaredColumns } from '../db/sync-database-schema.js';
 import type { Logger } from '../logger.js';
@@ -80,7 +81,7 @@ export async function sweepUnreferencedFiles(options: SweepOptions): Promise<Swe
   if (!Number.isFinite(options.minAgeMs) || options.minAgeMs < 0) {
     throw new RangeError(`minAgeMs must be a non-negative number of milliseconds, got ${String(options.minAgeMs)}`);
   }
-  const outcome = await runWithTryAdvisoryLock({ database: options.database, key: FILE_SWEEP_LOCK_KEY }, (db) => walkStorage(db, options));
+  const outcome = await runWithTryAdvisoryLock({ runner: new StatementRunner(options.database), key: FILE_SWEEP_LOCK_KEY }, (runner) => walkStorage(runner, options));
   if (!outcome.acquired) return { scanned: 0, removed: 0, bytesFreed: 0, skipped: 0, failed: 0, locked: false };
   return outcome.result;
 }
@@ -175,10 +176,10 @@ export function startFileSweeper(options: FileSweeperOptions): FileSweeper {
  * driver returns single (text) and multi (jsonb) file columns.
  */
 export async function selectReferencedFileNames(
-  db: Knex | Knex.Transaction,
+  runner: StatementRunner,
   options: { collection: CollectionSchema; recordIds: readonly string[] },
 ): Promise<Map<string, Set<string>>> {
-  const records = await new RecordStore(db).selectByIds({ collection: options.collection, ids: [...new Set(options.recordIds)] });
+  const records = await RecordStore.on(runner).selectByIds({ collection: options.collection, ids: [...new Set(options.recordIds)] });
   return new Map(records.map((record) => [String(record.id), new Set(listFileNames(options.collection, record))]));
 }
 
@@ -196,12 +197,12 @@ interface Candidate {
 }
 
 /** The sweep proper, under the lock: walk, filter, check in batches, remove. */
-async function walkStorage(db: Knex | Knex.Transaction, options: SweepOptions): Promise<SweepReport> {
+async function walkStorage(runner: StatementRunner, options: SweepOptions): Promise<SweepReport> {
   const report: SweepReport = { scanned: 0, removed: 0, bytesFreed: 0, skipped: 0, failed: 0, locked: true };
   const cutoff = (options.now ?? new Date()).getTime() - options.minAgeMs;
   let batch: Candidate[] = [];
   const flush = async (): Promise<void> => {
-    await processBatch({ db, options, report }, batch);
+    await processBatch({ runner, options, report }, batch);
     batch = [];
     options.onProgress?.({ scanned: report.scanned, removed: report.removed });
   };
@@ -221,8 +222,8 @@ async function walkStorage(db: Knex | Knex.Transaction, options: SweepOptions): 
 }
 
 /** Looks up the batch's records (one statement per collection) and removes what nothing references. */
-async function processBatch(context: { db: Knex | Knex.Transaction; options: SweepOptions; report: SweepReport }, batch: readonly Candidate[]): Promise<void> {
-  const { db, options, report } = context;
+async function processBatch(context: { runner: StatementRunner; options: SweepOptions; report: SweepReport }, batch: readonly Candidate[]): Promise<void> {
+  const { runner, options, report } = context;
   const byCollection = new Map<CollectionSchema, Candidate[]>();
   for (const candidate of batch) {
     const list = byCollection.get(candidate.key.collection) ?? [];
@@ -230,8 +231,8 @@ async function processBatch(context: { db: Knex | Knex.Transaction; options: Swe
     byCollection.set(candidate.key.collection, list);
   }
   for (const [collection, candidates] of byCollection) {
-    const references = await selectReferencedFileNames(db, { collection, recordIds: candidates.map((c) => c.key.recordId) });
-    const newerColumns = await hasUndeclaredColumns(db, collection);
+    const references = await selectReferencedFileNames(runner, { collection, recordIds: candidates.map((c) => c.key.recordId) });
+    const newerColumns = await hasUndeclaredColumns(runner, collection);
     for (const { object, key } of candidates) {
       const held = references.get(key.recordId);
       if (held?.has(key.name)) continue;

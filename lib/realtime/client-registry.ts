@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
+import { StatementRunner } from '../db/statement-runner.js';
 import {
   beatInstance,
   loadClientRow,
@@ -96,7 +97,7 @@ export class ClientRegistry {
    */
   async pruneOutbox(retention: { retentionMs: number; idleRetentionMs: number }): Promise<number> {
     const idleRetentionMs = Math.min(retention.idleRetentionMs, retention.retentionMs);
-    const outcome = await runWithTryAdvisoryLock({ database: this.db, key: OUTBOX_PRUNE_LOCK_KEY }, async () => {
+    const outcome = await runWithTryAdvisoryLock({ runner: new StatementRunner(this.db), key: OUTBOX_PRUNE_LOCK_KEY }, async () => {
       let removed = 0;
       for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
         // On this.db (autocommit), not the lock's transaction: each batch commits at once.

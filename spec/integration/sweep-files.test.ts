@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import knexFactory, { type Knex } from 'knex';
 import { RecordStore } from '../../lib/db/record-store.js';
 import { FILE_SWEEP_LOCK_KEY, OUTBOX_PRUNE_LOCK_KEY } from '../../lib/db/shared-names.js';
+import { StatementRunner } from '../../lib/db/statement-runner.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { diskStorage, type DiskStorage } from '../../lib/files/disk-storage.js';
 import type { Storage, StoredObject } from '../../lib/files/storage.js';
@@ -140,11 +141,11 @@ describe.each(testEngines())('the unreferenced-file sweep on %s', (engine) => {
   });
 
   test('selectReferencedFileNames reads single and multi file fields; a missing record is absent', async () => {
-    const references = await selectReferencedFileNames(db, { collection: docs, recordIds: [A, B, GONE, A] });
+    const references = await selectReferencedFileNames(new StatementRunner(db), { collection: docs, recordIds: [A, B, GONE, A] });
     expect([...references.keys()].sort()).toEqual([A, B]);
     expect([...references.get(A)!].sort()).toEqual([ATT2, COVER, ATT1].sort());
     expect(references.get(B)!.size).toBe(0);
-    expect((await selectReferencedFileNames(db, { collection: docs, recordIds: [] })).size).toBe(0);
+    expect((await selectReferencedFileNames(new StatementRunner(db), { collection: docs, recordIds: [] })).size).toBe(0);
   });
 
   test('removes old unreferenced files and thumbnails; keeps referenced, young and unknown ones; exact report', async () => {
