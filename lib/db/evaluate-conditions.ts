@@ -1,9 +1,7 @@
-import type { Knex } from 'knex';
 import { joinSql, quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
-import type { DatabaseContext } from './database-context.js';
 import { RECORD_ALIAS } from './record-store.js';
-import { runStatement } from './run-statement.js';
 import { OUTBOX_TABLE } from './shared-names.js';
+import type { StatementRunner } from './statement-runner.js';
 
 /**
  * A record conditions are evaluated on: its `current` row, read in the same statement as the
@@ -15,9 +13,8 @@ export type ConditionTarget =
 
 /** What evaluateConditions needs. */
 export interface EvaluateConditionsOptions {
-  /** A Knex with statement bounds installed; every statement runs within `context`. */
-  db: Knex;
-  context: DatabaseContext;
+  /** Where every statement goes, within the runner's bounds (the caller's check bound). */
+  runner: StatementRunner;
   /** The collection's table (the targets' rows are of its type). */
   table: string;
   targets: readonly ConditionTarget[];
@@ -62,7 +59,7 @@ interface Entry {
  * columns of one statement over all the targets (`SELECT to_jsonb(r.*), (c0), (c1), ... FROM
  * unnest(ids) JOIN posts r`), and those with the same SQL text differing only in their values (an
  * owner rule for 1,000 identities) as one condition over arrays of those values. Every statement
- * runs within `context`. Throws when any statement fails.
+ * goes through `runner`, within its bounds. Throws when any statement fails.
  */
 export async function evaluateConditions(options: EvaluateConditionsOptions): Promise<EvaluatedConditions> {
   const { targets, conditions } = options;
@@ -207,7 +204,7 @@ function selectOverArrays(options: { from: SqlFragment; group: ArrayGroup }): Sq
 }
 
 async function run(options: EvaluateConditionsOptions, statement: SqlFragment): Promise<Record<string, unknown>[]> {
-  return (await runStatement(options.db, statement, options.context)).rows;
+  return options.runner.rows(statement);
 }
 
 /** The array type of each placeholder position when every entry's binding there has one plain JS type; else undefined. */

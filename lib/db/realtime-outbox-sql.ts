@@ -1,6 +1,6 @@
-import type { Knex } from 'knex';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { OUTBOX_TABLE } from './shared-names.js';
+import type { StatementRunner } from './statement-runner.js';
 
 /** One committed change, as the capture trigger wrote it (lib/db/realtime-schema.ts). */
 export interface OutboxChange {
@@ -20,9 +20,9 @@ export interface OutboxChange {
  * The oldest transaction still running on the server (`pg_snapshot_xmin(pg_current_snapshot())`,
  * an `xid8` as text): every transaction below it has ended, so what they wrote is final.
  */
-export async function readCurrentXmin(db: Knex): Promise<string> {
-  const result: { rows: { xmin: string }[] } = await db.raw('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin');
-  return result.rows[0].xmin;
+export async function readCurrentXmin(runner: StatementRunner): Promise<string> {
+  const rows = await runner.rows<{ xmin: string }>({ sql: 'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin', bindings: [] });
+  return rows[0].xmin;
 }
 
 /**
@@ -30,18 +30,16 @@ export async function readCurrentXmin(db: Knex): Promise<string> {
  * sequence above `after`, in sequence order (the ChangeReader's window, lib/realtime/change-reader.ts).
  */
 export async function readOutboxPage(
-  db: Knex,
+  runner: StatementRunner,
   page: { from: string; to: string; after: string; collections: readonly string[]; limit: number },
 ): Promise<OutboxChange[]> {
-  const result: {
-    rows: { seq_text: string; collection: string; record_id: string; action: OutboxChange['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null }[];
-  } = await db.raw(
+  const rows = await runner.rows<{ seq_text: string; collection: string; record_id: string; action: OutboxChange['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null }>({
     // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
-    `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text" FROM ${q(OUTBOX_TABLE)} AS o
+    sql: `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text" FROM ${q(OUTBOX_TABLE)} AS o
       WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ?::int`,
-    [page.from, page.to, page.after, [...page.collections], page.limit],
-  );
-  return result.rows.map((r) => ({
+    bindings: [page.from, page.to, page.after, [...page.collections], page.limit],
+  });
+  return rows.map((r) => ({
     seq: r.seq_text,
     collection: r.collection,
     recordId: r.record_id,

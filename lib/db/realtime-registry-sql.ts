@@ -1,14 +1,14 @@
-import type { Knex } from 'knex';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import { StatementRunner } from './statement-runner.js';
+import type { StatementRunner } from './statement-runner.js';
 import { INSTANCE_EXPIRY_SQL, READING_OTHER_TABLES_SQL } from './realtime-schema.js';
 import { CLIENTS_READS_OTHER_TABLES_COLUMN, CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
 
 /*
  * The statements of realtime's registry (lib/realtime/client-registry.ts decides what to do with
  * them): instances and their expiries, clients and their subscriptions, the outbox prune, and the
- * notifications between instances. Tables in lib/db/realtime-schema.ts.
+ * notifications between instances. Tables in lib/db/realtime-schema.ts. Each takes the runner its
+ * statements go through (lib/db/statement-runner.ts): realtime's own, bounded by its limits.
  */
 
 /**
@@ -43,30 +43,31 @@ const json = (value: unknown): string | null => (value === null ? null : JSON.st
  * instance's row was live just before (one statement: `before` reads the snapshot the upsert
  * started from).
  */
-export async function beatInstance(db: Knex, options: { instanceId: string; lifetimeMs: number }): Promise<{ inserted: boolean; wasLive: boolean }> {
-  const result: { rows: { inserted: boolean; live: boolean }[] } = await db.raw(
-    `WITH "before" AS (SELECT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) AS "live"),
+export async function beatInstance(runner: StatementRunner, options: { instanceId: string; lifetimeMs: number }): Promise<{ inserted: boolean; wasLive: boolean }> {
+  const rows = await runner.rows<{ inserted: boolean; live: boolean }>({
+    sql: `WITH "before" AS (SELECT EXISTS (SELECT 1 FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} > now()) AS "live"),
       "up" AS (INSERT INTO ${q(INSTANCES_TABLE)} ("instance_id", "heartbeat_at", "expires_at") VALUES (?, now(), now() + ?::double precision * interval '1 millisecond')
         ON CONFLICT ("instance_id") DO UPDATE SET "heartbeat_at" = EXCLUDED."heartbeat_at", "expires_at" = EXCLUDED."expires_at" RETURNING (xmax = 0) AS "inserted")
       SELECT "up"."inserted", "before"."live" FROM "up", "before"`,
-    [options.instanceId, options.lifetimeMs],
-  );
-  const row = result.rows[0];
+    bindings: [options.instanceId, options.lifetimeMs],
+  });
+  const row = rows[0];
   return { inserted: row?.inserted === true, wasLive: row?.live === true };
 }
 
 /** Removes the instances whose own expiry passed, with their clients. */
-export async function removeExpiredInstances(db: Knex): Promise<void> {
-  await db.raw(
-    `WITH gone AS (DELETE FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} < now() RETURNING "instance_id")
+export async function removeExpiredInstances(runner: StatementRunner): Promise<void> {
+  await runner.query({
+    sql: `WITH gone AS (DELETE FROM ${q(INSTANCES_TABLE)} WHERE ${INSTANCE_EXPIRY_SQL} < now() RETURNING "instance_id")
       DELETE FROM ${q(CLIENTS_TABLE)} WHERE "instance_id" IN (SELECT "instance_id" FROM gone)`,
-  );
+    bindings: [],
+  });
 }
 
 /** Removes an instance and its clients. */
-export async function removeInstance(db: Knex, instanceId: string): Promise<void> {
-  await db.raw(`DELETE FROM ${q(CLIENTS_TABLE)} WHERE "instance_id" = ?`, [instanceId]);
-  await db.raw(`DELETE FROM ${q(INSTANCES_TABLE)} WHERE "instance_id" = ?`, [instanceId]);
+export async function removeInstance(runner: StatementRunner, instanceId: string): Promise<void> {
+  await runner.query({ sql: `DELETE FROM ${q(CLIENTS_TABLE)} WHERE "instance_id" = ?`, bindings: [instanceId] });
+  await runner.query({ sql: `DELETE FROM ${q(INSTANCES_TABLE)} WHERE "instance_id" = ?`, bindings: [instanceId] });
 }
 
 /**
@@ -74,59 +75,60 @@ export async function removeInstance(db: Knex, instanceId: string): Promise<void
  * statement's own. A transaction holds a lock on its virtual id from its start, so one that has
  * not written yet (and whose snapshot may already be taken) is listed too.
  */
-export async function listRunningTransactions(db: Knex): Promise<string[]> {
-  const running: { rows: { ids: string[] }[] } = await db.raw(
-    `SELECT coalesce(array_agg(l."virtualxid"), '{}') AS "ids" FROM pg_locks AS l JOIN pg_stat_activity AS a ON a."pid" = l."pid"
+export async function listRunningTransactions(runner: StatementRunner): Promise<string[]> {
+  const running = await runner.rows<{ ids: string[] }>({
+    sql: `SELECT coalesce(array_agg(l."virtualxid"), '{}') AS "ids" FROM pg_locks AS l JOIN pg_stat_activity AS a ON a."pid" = l."pid"
       WHERE l."locktype" = 'virtualxid' AND l."granted" AND l."pid" <> pg_backend_pid() AND a."datname" = current_database()`,
-  );
-  return running.rows[0]?.ids ?? [];
+    bindings: [],
+  });
+  return running[0]?.ids ?? [];
 }
 
 /** Those of `ids` (from listRunningTransactions) still running. */
-export async function listStillRunning(db: Knex, ids: readonly string[]): Promise<string[]> {
-  const left: { rows: { ids: string[] }[] } = await db.raw(
-    `SELECT coalesce(array_agg("virtualxid"), '{}') AS "ids" FROM pg_locks WHERE "locktype" = 'virtualxid' AND "virtualxid" = ANY(?::text[])`,
-    [[...ids]],
-  );
-  return left.rows[0]?.ids ?? [];
+export async function listStillRunning(runner: StatementRunner, ids: readonly string[]): Promise<string[]> {
+  const left = await runner.rows<{ ids: string[] }>({
+    sql: `SELECT coalesce(array_agg("virtualxid"), '{}') AS "ids" FROM pg_locks WHERE "locktype" = 'virtualxid' AND "virtualxid" = ANY(?::text[])`,
+    bindings: [[...ids]],
+  });
+  return left[0]?.ids ?? [];
 }
 
 /**
  * Removes up to `limit` outbox rows, oldest first, older than `retentionMs`, or older than
  * `idleRetentionMs` while no client of any instance subscribes to anything (the same statement
  * looks, so a subscription committed meanwhile keeps the rows written after it). One statement,
- * so on an autocommit `db` it is its own short transaction. Returns the rows removed.
+ * so on a runner outside a transaction it is its own short transaction. Returns the rows removed.
  */
-export async function pruneOutboxBatch(db: Knex, options: { retentionMs: number; idleRetentionMs: number; limit: number }): Promise<number> {
-  const result: { rows: { n: number }[] } = await db.raw(
-    `WITH gone AS (DELETE FROM ${q(OUTBOX_TABLE)} WHERE "seq" IN (SELECT "seq" FROM ${q(OUTBOX_TABLE)}
+export async function pruneOutboxBatch(runner: StatementRunner, options: { retentionMs: number; idleRetentionMs: number; limit: number }): Promise<number> {
+  const rows = await runner.rows<{ n: number }>({
+    sql: `WITH gone AS (DELETE FROM ${q(OUTBOX_TABLE)} WHERE "seq" IN (SELECT "seq" FROM ${q(OUTBOX_TABLE)}
       WHERE "created_at" < now() - (CASE WHEN EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE "subscriptions" <> '[]'::jsonb) THEN ?::double precision ELSE ?::double precision END) * interval '1 millisecond'
       ORDER BY "seq" LIMIT ?::int) RETURNING 1)
       SELECT count(*)::int AS "n" FROM gone`,
-    [options.retentionMs, options.idleRetentionMs, options.limit],
-  );
-  return result.rows[0]?.n ?? 0;
+    bindings: [options.retentionMs, options.idleRetentionMs, options.limit],
+  });
+  return rows[0]?.n ?? 0;
 }
 
 /** Writes the row of a client without subscriptions (made, or taken over by `instanceId` after this instance was taken for gone). */
-export async function upsertClient(db: Knex, row: { clientId: string; instanceId: string; identity: StoredIdentity | null }): Promise<void> {
-  await db.raw(
-    `INSERT INTO ${q(CLIENTS_TABLE)} ("client_id", "instance_id", "identity", "subscriptions", ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)}) VALUES (?, ?, ?::jsonb, '[]'::jsonb, false)
+export async function upsertClient(runner: StatementRunner, row: { clientId: string; instanceId: string; identity: StoredIdentity | null }): Promise<void> {
+  await runner.query({
+    sql: `INSERT INTO ${q(CLIENTS_TABLE)} ("client_id", "instance_id", "identity", "subscriptions", ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)}) VALUES (?, ?, ?::jsonb, '[]'::jsonb, false)
       ON CONFLICT ("client_id") DO UPDATE SET "instance_id" = EXCLUDED."instance_id", "identity" = EXCLUDED."identity", "subscriptions" = EXCLUDED."subscriptions",
         ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} = false, "updated_at" = now()`,
-    [row.clientId, row.instanceId, json(row.identity)],
-  );
+    bindings: [row.clientId, row.instanceId, json(row.identity)],
+  });
 }
 
 /** Removes a client's row. */
-export async function removeClientRow(db: Knex, clientId: string): Promise<void> {
-  await db.raw(`DELETE FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, [clientId]);
+export async function removeClientRow(runner: StatementRunner, clientId: string): Promise<void> {
+  await runner.query({ sql: `DELETE FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, bindings: [clientId] });
 }
 
 /** A client's row, or undefined when it is gone. */
-export async function loadClientRow(db: Knex, clientId: string): Promise<ClientRow | undefined> {
-  const found: { rows: ClientRow[] } = await db.raw(`SELECT "identity", "subscriptions" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, [clientId]);
-  const row = found.rows[0];
+export async function loadClientRow(runner: StatementRunner, clientId: string): Promise<ClientRow | undefined> {
+  const found = await runner.rows<ClientRow>({ sql: `SELECT "identity", "subscriptions" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ?`, bindings: [clientId] });
+  const row = found[0];
   return row ? { identity: row.identity, subscriptions: row.subscriptions } : undefined;
 }
 
@@ -154,43 +156,43 @@ export interface LockedClient {
 }
 
 /**
- * Runs `work` in one transaction with the client's row locked (`FOR UPDATE`), or with undefined
- * when no instance holds the client. What `work` throws rolls the transaction back.
+ * Runs `work` in one transaction of `runner` with the client's row locked (`FOR UPDATE`), or with
+ * undefined when no instance holds the client. What `work` throws rolls the transaction back.
  */
-export async function withClientLocked<T>(db: Knex, clientId: string, work: (client: LockedClient | undefined) => Promise<T>): Promise<T> {
-  return db.transaction(async (trx) => {
-    const found: { rows: { instance_id: string; identity: StoredIdentity | null; keys: string[] | null; wide: boolean }[] } = await trx.raw(
-      `SELECT "instance_id", "identity", ${q(CLIENTS_TOPIC_KEYS_COLUMN)} AS "keys", ${READING_OTHER_TABLES_SQL} AS "wide" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ? FOR UPDATE`,
-      [clientId],
-    );
-    const row = found.rows[0];
+export async function withClientLocked<T>(runner: StatementRunner, clientId: string, work: (client: LockedClient | undefined) => Promise<T>): Promise<T> {
+  return runner.transaction(async (trx) => {
+    const found = await trx.rows<{ instance_id: string; identity: StoredIdentity | null; keys: string[] | null; wide: boolean }>({
+      sql: `SELECT "instance_id", "identity", ${q(CLIENTS_TOPIC_KEYS_COLUMN)} AS "keys", ${READING_OTHER_TABLES_SQL} AS "wide" FROM ${q(CLIENTS_TABLE)} WHERE "client_id" = ? FOR UPDATE`,
+      bindings: [clientId],
+    });
+    const row = found[0];
     if (!row) return work(undefined);
     return work({
       instanceId: row.instance_id,
       identity: row.identity,
-      lockIdentity: (identityId) => waitForAdvisoryXactLock(new StatementRunner(trx), REALTIME_IDENTITY_LOCK_PREFIX + identityId),
+      lockIdentity: (identityId) => waitForAdvisoryXactLock(trx, REALTIME_IDENTITY_LOCK_PREFIX + identityId),
       async countOthersWithIdentity(identityId) {
-        const others: { rows: { n: number }[] } = await trx.raw(`SELECT count(*)::int AS "n" FROM ${q(CLIENTS_TABLE)} WHERE ("identity" ->> 'id') = ? AND "client_id" <> ?`, [identityId, clientId]);
-        return others.rows[0]?.n ?? 0;
+        const others = await trx.rows<{ n: number }>({ sql: `SELECT count(*)::int AS "n" FROM ${q(CLIENTS_TABLE)} WHERE ("identity" ->> 'id') = ? AND "client_id" <> ?`, bindings: [identityId, clientId] });
+        return others[0]?.n ?? 0;
       },
       async store(next, needs) {
-        await trx.raw(
-          `UPDATE ${q(CLIENTS_TABLE)} SET "identity" = ?::jsonb, "subscriptions" = ?::jsonb, ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} = ?, "updated_at" = now() WHERE "client_id" = ?`,
-          [json(next.identity), JSON.stringify(next.subscriptions), needs.readsOtherTables, clientId],
-        );
+        await trx.query({
+          sql: `UPDATE ${q(CLIENTS_TABLE)} SET "identity" = ?::jsonb, "subscriptions" = ?::jsonb, ${q(CLIENTS_READS_OTHER_TABLES_COLUMN)} = ?, "updated_at" = now() WHERE "client_id" = ?`,
+          bindings: [json(next.identity), JSON.stringify(next.subscriptions), needs.readsOtherTables, clientId],
+        });
         if (needs.readsOtherTables && !row.wide) {
-          const others = await trx.raw(`SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${READING_OTHER_TABLES_SQL} AND "client_id" <> ? LIMIT 1 FOR SHARE`, [clientId]);
-          if ((others as { rows: unknown[] }).rows.length === 0) return true;
+          const others = await trx.rows({ sql: `SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${READING_OTHER_TABLES_SQL} AND "client_id" <> ? LIMIT 1 FOR SHARE`, bindings: [clientId] });
+          if (others.length === 0) return true;
         }
         const before = new Set(row.keys ?? []);
         const added = [...new Set(needs.watched)].filter((key) => !before.has(key));
         if (added.length === 0) return false;
-        const holders: { rows: { holder: string | null }[] } = await trx.raw(
-          `SELECT h."client_id" AS "holder" FROM unnest(?::text[]) AS k
+        const holders = await trx.rows<{ holder: string | null }>({
+          sql: `SELECT h."client_id" AS "holder" FROM unnest(?::text[]) AS k
             LEFT JOIN LATERAL (SELECT c."client_id" FROM ${q(CLIENTS_TABLE)} AS c WHERE c.${q(CLIENTS_TOPIC_KEYS_COLUMN)} @> ARRAY[k] AND c."client_id" <> ? LIMIT 1 FOR SHARE) AS h ON true`,
-          [added, clientId],
-        );
-        return holders.rows.some((h) => h.holder === null);
+          bindings: [added, clientId],
+        });
+        return holders.some((h) => h.holder === null);
       },
     });
   });
@@ -200,6 +202,6 @@ export async function withClientLocked<T>(db: Knex, clientId: string, work: (cli
  * Sends `payloads` on `channel` in one statement, so in one transaction: they arrive together, in
  * order. Each must be under 8,000 bytes (Postgres' bound).
  */
-export async function notifyChannel(db: Knex, channel: string, payloads: readonly string[]): Promise<void> {
-  await db.raw('SELECT pg_notify(?, "p") FROM unnest(?::text[]) AS u("p")', [channel, [...payloads]]);
+export async function notifyChannel(runner: StatementRunner, channel: string, payloads: readonly string[]): Promise<void> {
+  await runner.query({ sql: 'SELECT pg_notify(?, "p") FROM unnest(?::text[]) AS u("p")', bindings: [channel, [...payloads]] });
 }

@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
 import { readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime-outbox-sql.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 
 /** One committed change, as delivery sees it (the outbox row: OutboxChange). */
 export type Change = OutboxChange;
@@ -24,11 +24,11 @@ export class ChangeReader {
   /** The window being read: its end and the last sequence delivered, kept across a failure so a retry resumes after it. */
   private window: { to: string; after: string } | undefined;
 
-  constructor(private readonly db: Knex) {}
+  constructor(private readonly runner: StatementRunner) {}
 
   /** Starts at the present: changes committed before this are not delivered. */
   async start(): Promise<void> {
-    this.position = await readCurrentXmin(this.db);
+    this.position = await readCurrentXmin(this.runner);
   }
 
   /**
@@ -42,7 +42,7 @@ export class ChangeReader {
     if (this.position === undefined) throw new Error('ChangeReader.readNew before start');
     const from = this.position;
     if (!this.window) {
-      const to = await readCurrentXmin(this.db);
+      const to = await readCurrentXmin(this.runner);
       if (to === from) return 0;
       this.window = { to, after: '0' };
     }
@@ -54,7 +54,7 @@ export class ChangeReader {
       // meanwhile is for changes of later windows anyway); none: the window is skipped unread.
       const collections = wanted();
       if (collections.length === 0) break;
-      const rows = await readOutboxPage(this.db, { from, to, after: window.after, collections, limit: PAGE_SIZE });
+      const rows = await readOutboxPage(this.runner, { from, to, after: window.after, collections, limit: PAGE_SIZE });
       if (rows.length > 0) {
         await deliver(rows);
         window.after = rows[rows.length - 1].seq;

@@ -1,6 +1,5 @@
-import type { Knex } from 'knex';
-import type { DatabaseContext } from '../db/database-context.js';
 import { evaluateConditions, type ConditionTarget } from '../db/evaluate-conditions.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 import { joinSql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 
@@ -33,9 +32,8 @@ export interface CheckOutcome {
 
 /** What checkRecords needs. */
 export interface CheckRecordsOptions {
-  /** A Knex with statement bounds installed; every statement runs within `context`. */
-  db: Knex;
-  context: DatabaseContext;
+  /** Where every statement goes, within the runner's bounds (the caller's check bound). */
+  runner: StatementRunner;
   collection: CollectionSchema;
   targets: readonly CheckTarget[];
   /** One entry per member (a subscription, or a client's distinct subscriptions). */
@@ -46,8 +44,8 @@ export interface CheckRecordsOptions {
 
 /**
  * Checks `conditions` on `targets` of one collection, each distinct condition evaluated once
- * (lib/db/evaluate-conditions.ts: in as few statements as the bounds allow). Every statement runs
- * within `context` (its timeout is the caller's check bound). Throws when any statement fails: the
+ * (lib/db/evaluate-conditions.ts: in as few statements as the bounds allow). Every statement goes
+ * through `runner`, within its bounds (its timeout is the caller's check bound). Throws when any statement fails: the
  * caller decides what a failed check costs, and whom.
  */
 export async function checkRecords(options: CheckRecordsOptions): Promise<CheckOutcome> {
@@ -69,8 +67,7 @@ export async function checkRecords(options: CheckRecordsOptions): Promise<CheckO
     return { rows, stale: targets.map(() => false), holds: (member) => members[member] !== 'denied' };
   }
   const found = await evaluateConditions({
-    db: options.db,
-    context: options.context,
+    runner: options.runner,
     table: options.collection.table,
     targets,
     conditions: fragments,

@@ -1,7 +1,6 @@
-import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
-import { StatementRunner } from '../db/statement-runner.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 import {
   beatInstance,
   loadClientRow,
@@ -58,12 +57,13 @@ export class ClientRegistry {
   private readonly transactionWaiter: TransactionWaiter;
 
   constructor(
-    private readonly db: Knex,
+    /** Where the registry's statements go (realtime's, bounded by its limits). */
+    private readonly runner: StatementRunner,
     readonly instanceId: string,
     limits: { maxClientsPerIdentity?: number } = {},
   ) {
     this.maxClientsPerIdentity = limits.maxClientsPerIdentity ?? Number.POSITIVE_INFINITY;
-    this.transactionWaiter = new TransactionWaiter(db);
+    this.transactionWaiter = new TransactionWaiter(runner);
   }
 
   /**
@@ -71,8 +71,8 @@ export class ClientRegistry {
    * while some row is live), and removes instances whose own expiry passed, with their clients.
    */
   async heartbeat(lifetimeMs: number): Promise<HeartbeatResult> {
-    const beat = await beatInstance(this.db, { instanceId: this.instanceId, lifetimeMs });
-    await removeExpiredInstances(this.db);
+    const beat = await beatInstance(this.runner, { instanceId: this.instanceId, lifetimeMs });
+    await removeExpiredInstances(this.runner);
     return { remade: beat.inserted, captureWasOn: beat.wasLive };
   }
 
@@ -97,11 +97,11 @@ export class ClientRegistry {
    */
   async pruneOutbox(retention: { retentionMs: number; idleRetentionMs: number }): Promise<number> {
     const idleRetentionMs = Math.min(retention.idleRetentionMs, retention.retentionMs);
-    const outcome = await runWithTryAdvisoryLock({ runner: new StatementRunner(this.db), key: OUTBOX_PRUNE_LOCK_KEY }, async () => {
+    const outcome = await runWithTryAdvisoryLock({ runner: this.runner, key: OUTBOX_PRUNE_LOCK_KEY }, async () => {
       let removed = 0;
       for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
-        // On this.db (autocommit), not the lock's transaction: each batch commits at once.
-        const count = await pruneOutboxBatch(this.db, { retentionMs: retention.retentionMs, idleRetentionMs, limit: PRUNE_BATCH_ROWS });
+        // On this.runner (autocommit), not the lock's transaction: each batch commits at once.
+        const count = await pruneOutboxBatch(this.runner, { retentionMs: retention.retentionMs, idleRetentionMs, limit: PRUNE_BATCH_ROWS });
         removed += count;
         if (count < PRUNE_BATCH_ROWS) break;
       }
@@ -116,17 +116,17 @@ export class ClientRegistry {
    * only StoredIdentity is written.
    */
   async addClient(clientId: string, identity: Identity | null = null): Promise<void> {
-    await upsertClient(this.db, { clientId, instanceId: this.instanceId, identity: storedIdentity(identity) });
+    await upsertClient(this.runner, { clientId, instanceId: this.instanceId, identity: storedIdentity(identity) });
   }
 
   /** Removes a stream's row (it closed). */
   async removeClient(clientId: string): Promise<void> {
-    await removeClientRow(this.db, clientId);
+    await removeClientRow(this.runner, clientId);
   }
 
   /** Removes this instance and its clients (close()). */
   async removeInstance(): Promise<void> {
-    await removeInstance(this.db, this.instanceId);
+    await removeInstance(this.runner, this.instanceId);
   }
 
   /**
@@ -139,7 +139,7 @@ export class ClientRegistry {
    */
   async setSubscriptions(clientId: string, identity: Identity | null, subscriptions: readonly string[], needs: CaptureNeeds): Promise<{ owner: string; switchedCaptureOn: boolean }> {
     const stored = storedIdentity(identity);
-    return withClientLocked(this.db, clientId, async (client) => {
+    return withClientLocked(this.runner, clientId, async (client) => {
       if (!client) throw new NotFoundError(undefined, 'realtime_client_not_found');
       if (!mayChangeIdentity(client.identity, stored)) throw new ForbiddenError(undefined, 'realtime_auth_mismatch');
       // A client that already holds the identity is counted already; one that takes it now needs a free slot.
@@ -159,7 +159,7 @@ export class ClientRegistry {
 
   /** A client's row, or undefined when it is gone. */
   async loadClient(clientId: string): Promise<ClientRow | undefined> {
-    return loadClientRow(this.db, clientId);
+    return loadClientRow(this.runner, clientId);
   }
 
   /**
@@ -167,6 +167,6 @@ export class ClientRegistry {
    * transaction: they arrive together, in order. Each must be under 8,000 bytes (Postgres' bound).
    */
   async notify(channel: string, payloads: readonly string[]): Promise<void> {
-    await notifyChannel(this.db, channel, payloads);
+    await notifyChannel(this.runner, channel, payloads);
   }
 }

@@ -1,7 +1,7 @@
-import type { Knex } from 'knex';
 import { checkDatabaseAnswers } from '../db/check-database-answers.js';
 import type { DatabaseContext } from '../db/database-context.js';
 import { readRow, type RecordStore } from '../db/record-store.js';
+import { StatementRunner } from '../db/statement-runner.js';
 import type { Logger } from '../logger.js';
 import { resolveBindings } from '../query/deferred-value.js';
 import type { RecordPresenter } from '../records/present-records.js';
@@ -14,8 +14,11 @@ import type { SubscriptionConditions } from './subscription-conditions.js';
 
 /** What delivery needs from the hub. */
 export interface ChangeDeliveryOptions {
-  /** The database, statement bounds installed; every statement of delivery runs within a context of its own. */
-  db: Knex;
+  /**
+   * Where delivery's statements go: each check on a runner of its own over this one's pool,
+   * bounded by that check's context (checkTimeoutMs, and its client's share of the pool).
+   */
+  runner: StatementRunner;
   /** The records' store: presenting reads expansions through it. */
   store: RecordStore;
   presenter: RecordPresenter;
@@ -165,8 +168,7 @@ export class ChangeDelivery {
         let outcome: CheckOutcome | 'failed';
         try {
           outcome = await checkRecords({
-            db: this.options.db,
-            context: this.context(SHARED_CHECKS_CLIENT),
+            runner: this.runnerWithin(this.context(SHARED_CHECKS_CLIENT)),
             collection,
             targets,
             conditions: members.map((s) => resolveConditions(s.conditions, now)),
@@ -327,8 +329,7 @@ export class ChangeDelivery {
       const subscriptions = live.filter((s) => modeOf(s) === mode);
       if (subscriptions.length === 0) continue;
       const outcome = await checkRecords({
-        db: this.options.db,
-        context,
+        runner: this.runnerWithin(context),
         collection: subscriptions[0].collection,
         targets: [targetFor(change, mode)],
         conditions: subscriptions.map((s) => resolveConditions(s.conditions, item.now)),
@@ -385,10 +386,15 @@ export class ChangeDelivery {
     return { statementTimeoutMs: this.options.bounds.checkTimeoutMs, acquireTimeoutMs: this.options.bounds.acquireTimeoutMs, client };
   }
 
+  /** A runner over delivery's pool whose statements are bounded by `context`. */
+  private runnerWithin(context: DatabaseContext): StatementRunner {
+    return new StatementRunner(this.options.runner.db, context);
+  }
+
   /** Rethrows `error` when the database itself does not answer (the page is read again later). */
   private async assertDatabaseAnswers(error: unknown): Promise<void> {
     try {
-      await checkDatabaseAnswers(this.options.db, this.context(SHARED_CHECKS_CLIENT));
+      await checkDatabaseAnswers(this.options.runner.db, this.context(SHARED_CHECKS_CLIENT));
     } catch {
       throw error;
     }

@@ -2,12 +2,12 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
-import { boundedKnex } from '../db/bound-statements.js';
 import type { DatabaseContext } from '../db/database-context.js';
 import { clientKeyOfAddress } from '../db/fair-gate.js';
 import { startNotificationListener, type NotificationListener } from '../db/notification-listener.js';
 import type { RecordStore } from '../db/record-store.js';
 import { CHANGES_CHANNEL, instanceChannel } from '../db/shared-names.js';
+import { StatementRunner } from '../db/statement-runner.js';
 import { BadRequestError, UnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RecordPresenter } from '../records/present-records.js';
@@ -59,6 +59,7 @@ export interface RealtimeSettings {
 
 /** What the hub needs from the router. */
 export interface RealtimeHubOptions {
+  /** The pool: realtime's statements go through recordbase's own send path (StatementRunner), never this Knex's builder. */
   db: Knex;
   /** The records' store: the presenter reads expansions through it. */
   store: RecordStore;
@@ -114,9 +115,9 @@ export class RealtimeHub {
   /** Every applied subscription per collection (an array, read on every change; rebuilt when subscriptions change). */
   private readonly byCollection = new Map<CollectionSchema, LocalSubscription[]>();
   private readonly byTable: Map<string, CollectionSchema>;
-  /** The database, every statement of realtime's own bounded by the limits: its work outlives the requests that start it. */
-  private readonly db: Knex;
-  /** The records' store, bounded as `db`. */
+  /** Where realtime's own statements go, each bounded by the limits: its work outlives the requests that start it. */
+  private readonly runner: StatementRunner;
+  /** The records' store, bounded as `runner`. */
   private readonly store: RecordStore;
   private readonly reader: ChangeReader;
   private readonly delivery: ChangeDelivery;
@@ -141,11 +142,11 @@ export class RealtimeHub {
     this.byTable = new Map(options.registry.collections.map((c) => [c.table, c]));
     const { statementTimeoutMs, acquireTimeoutMs } = options.limits;
     const bounds = { statementTimeoutMs, acquireTimeoutMs };
-    this.db = boundedKnex(options.db, bounds);
+    this.runner = new StatementRunner(options.db, bounds);
     this.store = options.store.within(bounds);
-    this.reader = new ChangeReader(this.db);
+    this.reader = new ChangeReader(this.runner);
     this.delivery = new ChangeDelivery({
-      db: options.db,
+      runner: this.runner,
       store: options.store,
       presenter: options.presenter,
       collectionOf: (table) => this.byTable.get(table),
@@ -153,7 +154,7 @@ export class RealtimeHub {
       endClient: (client, reason) => this.endClient(client, reason),
       logger: options.logger,
     });
-    this.clientRegistry = new ClientRegistry(this.db, randomBytes(8).toString('hex'), { maxClientsPerIdentity: options.settings.maxClientsPerIdentity });
+    this.clientRegistry = new ClientRegistry(this.runner, randomBytes(8).toString('hex'), { maxClientsPerIdentity: options.settings.maxClientsPerIdentity });
     this.streamSlots = new StreamSlots(options.settings.maxClientsPerAddress);
   }
 

@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
 import { listRunningTransactions, listStillRunning } from '../db/realtime-registry-sql.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 
 /** How often the waiter looks again: first after 2 ms, doubling up to 50 ms (most transactions are short). */
 const POLL_FIRST_MS = 2;
@@ -31,7 +31,7 @@ export class TransactionWaiter {
   private waiting: ListedCaller[] = [];
   private running = false;
 
-  constructor(private readonly db: Knex) {}
+  constructor(private readonly runner: StatementRunner) {}
 
   /**
    * Resolves true once every transaction running after this call (but the waiter's own statement)
@@ -77,7 +77,7 @@ export class TransactionWaiter {
     this.waiting = [];
     let running: Set<string>;
     try {
-      running = new Set(joined.length > 0 ? await listRunningTransactions(this.db) : await listStillRunning(this.db, [...unionOfIds(listed)]));
+      running = new Set(joined.length > 0 ? await listRunningTransactions(this.runner) : await listStillRunning(this.runner, [...unionOfIds(listed)]));
     } catch (err) {
       for (const caller of [...listed, ...joined]) caller.reject(err);
       return;

@@ -1,6 +1,7 @@
 import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
+import { StatementRunner } from '../../lib/db/statement-runner.js';
 import { checkRecords, type CheckTarget, type Conditions } from '../../lib/realtime/check-records.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
@@ -13,8 +14,11 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
   const context = { statementTimeoutMs: 5_000, acquireTimeoutMs: 3_000 };
   const current = (recordId: string): CheckTarget => ({ kind: 'current', recordId });
   const owner = (id: string): Conditions => [{ sql: '"r"."owner" = ?::text', bindings: [id] }];
+  /** Where the checks' statements go, bounded by `context`. */
+  let runner: StatementRunner;
   beforeAll(async () => {
     database = await openTestDatabase(engine);
+    runner = new StatementRunner(database.db, context);
     await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     // Capture runs while a realtime instance is live and a client asks for it (docs/realtime.md): this test stands in for the instance; the staleness test below adds the client.
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
@@ -39,7 +43,7 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
   test('current rows are read with the conditions: 200 owner conditions on two records, some identical, cost one statement per SQL text', async () => {
     const conditions: Conditions[] = [...Array.from({ length: 200 }, (_, i) => owner(i % 50 === 0 ? 'alice' : i % 50 === 1 ? 'bob' : `user${i}`)), [], 'denied'];
     const { result, statements } = await counting(() =>
-      checkRecords({ db: database.db, context, collection: items, targets: [current('item00000000001'), current('item00000000002'), current('missing00000000')], conditions, staleness: false }),
+      checkRecords({ runner, collection: items, targets: [current('item00000000001'), current('item00000000002'), current('missing00000000')], conditions, staleness: false }),
     );
     // One statement reads the rows; the 200 owner conditions share one text, so they go over arrays in a second.
     expect(statements).toBe(2);
@@ -54,7 +58,7 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
   test('distinct SQL texts are columns of one statement; the row read is the current one', async () => {
     await database.db.raw(`UPDATE "items" SET "n" = 4 WHERE "id" = 'item00000000001'`);
     const conditions: Conditions[] = [[{ sql: '"r"."n" > ?::double precision', bindings: [3] }], [{ sql: '"r"."n" < ?::double precision', bindings: [3] }], owner('alice')];
-    const { result, statements } = await counting(() => checkRecords({ db: database.db, context, collection: items, targets: [current('item00000000001')], conditions, staleness: false }));
+    const { result, statements } = await counting(() => checkRecords({ runner, collection: items, targets: [current('item00000000001')], conditions, staleness: false }));
     expect(statements).toBe(1);
     expect(result.rows[0]?.n).toBe(4);
     expect(conditions.map((_, m) => result.holds(m, 0))).toEqual([true, false, true]);
@@ -66,7 +70,7 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
     const before = rows[0] as { tx: string; snapshot: string };
     const deleted = (snapshot?: string): CheckTarget => ({ kind: 'written', row: gone, seq: '999999999', tx: before.tx, snapshot });
     const conditions: Conditions[] = [owner('carol'), owner('alice')];
-    const fresh = await checkRecords({ db: database.db, context, collection: items, targets: [deleted(before.snapshot)], conditions, staleness: true });
+    const fresh = await checkRecords({ runner, collection: items, targets: [deleted(before.snapshot)], conditions, staleness: true });
     expect(fresh.rows[0]).toEqual(gone);
     expect(fresh.stale).toEqual([false]);
     expect([fresh.holds(0, 0), fresh.holds(1, 0)]).toEqual([true, false]);
@@ -75,14 +79,14 @@ describe.each(testEngines())('checkRecords on %s', (engine) => {
     // longer on a consistent state.
     await database.db(CLIENTS_TABLE).insert({ client_id: 'reads-other-tables', instance_id: 'elsewhere', subscriptions: '[]', reads_other_tables: true });
     await database.db.raw(`UPDATE "items" SET "n" = 5 WHERE "id" = 'item00000000002'`);
-    const later = await checkRecords({ db: database.db, context, collection: items, targets: [deleted(before.snapshot)], conditions, staleness: true });
+    const later = await checkRecords({ runner, collection: items, targets: [deleted(before.snapshot)], conditions, staleness: true });
     expect(later.stale).toEqual([true]);
-    const unknown = await checkRecords({ db: database.db, context, collection: items, targets: [deleted(undefined)], conditions, staleness: true });
+    const unknown = await checkRecords({ runner, collection: items, targets: [deleted(undefined)], conditions, staleness: true });
     expect(unknown.stale).toEqual([true]);
   });
 
   test('a condition that fails at run time fails the check (the caller decides whom it costs)', async () => {
     const divideByZero: Conditions = [{ sql: '(1 / ("r"."n"::int - "r"."n"::int)) = 1', bindings: [] }];
-    await expect(checkRecords({ db: database.db, context, collection: items, targets: [current('item00000000001')], conditions: [owner('alice'), divideByZero], staleness: false })).rejects.toThrow();
+    await expect(checkRecords({ runner, collection: items, targets: [current('item00000000001')], conditions: [owner('alice'), divideByZero], staleness: false })).rejects.toThrow();
   });
 });

@@ -1,5 +1,6 @@
 import { RecordStore } from '../../lib/db/record-store.js';
 import { realtimeSchema } from '../../lib/db/realtime-schema.js';
+import { StatementRunner } from '../../lib/db/statement-runner.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
 import { DEFAULT_MAX_WAITING_PER_CLIENT, installStatementBounds } from '../../lib/db/bound-statements.js';
 import { ChangeReader } from '../../lib/realtime/change-reader.js';
@@ -65,11 +66,12 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
   }
 
   test('created and updated records are checked and sent as they are at delivery; a delete whose rule may have changed since says only which record went', async () => {
-    const reader = new ChangeReader(database.db);
+    const runner = new StatementRunner(database.db);
+    const reader = new ChangeReader(runner);
     await reader.start();
     const logger = createMemoryLogger();
     const delivery = new ChangeDelivery({
-      db: database.db,
+      runner,
       store: new RecordStore(database.db),
       presenter: new RecordPresenter(registry, { expandLimits: { maxRecords: 10_000, maxBytes: 16 * 1024 * 1024 } }),
       collectionOf: (table) => registry.collections.find((c) => c.table === table),

@@ -1,5 +1,6 @@
 import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
 import { CLIENTS_TABLE, FILE_SWEEP_LOCK_KEY, OUTBOX_PRUNE_LOCK_KEY, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
+import { StatementRunner } from '../../lib/db/statement-runner.js';
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 
@@ -31,7 +32,7 @@ describe.each(testEngines())('outbox prune on %s', (engine) => {
     );
   }
   const left = async () => ((await database.db.raw(`SELECT "record_id" FROM "${OUTBOX_TABLE}" ORDER BY "seq"`)) as { rows: { record_id: string }[] }).rows.map((r) => r.record_id);
-  const registry = () => new ClientRegistry(database.db, 'prunetest');
+  const registry = () => new ClientRegistry(new StatementRunner(database.db), 'prunetest');
 
   test('2,500 old rows go in 3 deleting statements (one per 1,000), the recent rows stay', async () => {
     await addRows('old', 2500, '1 hour');

@@ -1,6 +1,9 @@
 import knexFactory, { type Knex } from 'knex';
+import type { Statement, StatementResult } from '../../lib/db/run-statement.js';
+import { StatementRunner } from '../../lib/db/statement-runner.js';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
+import type { SqlFragment } from '../../lib/sql-fragment.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { openSse, type SseConnection } from '../support/sse-reader.js';
 import { startSiblingRouter, startTestApp, type SiblingRouter } from '../support/test-app.js';
@@ -54,22 +57,20 @@ async function openWriter(db: Knex, connections: number): Promise<Knex> {
 }
 
 /**
- * `db` whose raw statements answer `ms` after the database ran them, so each stays in flight that
- * long; the first `failures` of them fail then instead.
+ * A runner on `db` whose statements answer `ms` after the database ran them, so each stays in
+ * flight that long; the first `failures` of them fail then instead.
  */
-function answeringLate(db: Knex, ms: number, failures = 0): Knex {
+function answeringLate(db: Knex, ms: number, failures = 0): StatementRunner {
   let toFail = failures;
-  return new Proxy(db, {
-    get(target, property, receiver) {
-      if (property !== 'raw') return Reflect.get(target, property, receiver);
-      return async (...args: unknown[]) => {
-        const result: unknown = await Reflect.apply(target.raw, target, args);
-        await new Promise((resolve) => setTimeout(resolve, ms));
-        if (toFail-- > 0) throw new Error('the connection broke');
-        return result;
-      };
-    },
-  });
+  class LateRunner extends StatementRunner {
+    override async query(statement: SqlFragment | Statement): Promise<StatementResult> {
+      const result = await super.query(statement);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      if (toFail-- > 0) throw new Error('the connection broke');
+      return result;
+    }
+  }
+  return new LateRunner(db);
 }
 
 /** A transaction that has begun (its virtual id is in pg_locks once it ran a statement). */
@@ -84,7 +85,7 @@ describe.each(testEngines())('realtime switch-on waiter on %s', (engine) => {
     const database: TestDatabase = await openTestDatabase(engine);
     const statements = countLockStatements(database.db);
     try {
-      const registry = new ClientRegistry(database.db, 'waiter-test');
+      const registry = new ClientRegistry(new StatementRunner(database.db), 'waiter-test');
       const started = Date.now();
       expect(await Promise.all(Array.from({ length: WAITERS }, () => registry.waitForRunningTransactions(5_000)))).toEqual(Array(WAITERS).fill(true));
       // PGlite has one session, so nothing else runs: the first listing, and one for those who joined
@@ -153,9 +154,9 @@ describe.each(testEngines())('realtime switch-on waiter on %s', (engine) => {
 
     test(`attack: ${WAITERS} POSTs waiting behind a long transaction cost the pool what one does, an honest request answers meanwhile, and all answer 204 once it ends`, async () => {
       const target = await startTestApp(engine, { collections: collections(), limits: { statementTimeoutMs: 20_000 } });
-      // The router's realtime takes its own view of the Knex (its statement bounds) when it starts,
-      // with the listeners the Knex has then: so the counter comes first, then the router the POSTs
-      // reach. The streams stay on the first one: each POST is handed over to it once it has waited.
+      // Every router's realtime sends its statements on this Knex's client, so the counter hears
+      // the router the POSTs reach. The streams stay on the first one: each POST is handed over to
+      // it once it has waited.
       const statements = countLockStatements(target.database.db);
       const streams: SseConnection[] = [];
       let sibling: SiblingRouter | undefined;
