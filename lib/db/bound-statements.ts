@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseContext } from './database-context.js';
 import { FairGate, type GateTicket } from './fair-gate.js';
-import { CANCEL_GRACE_MS, canStopStatements, cancelRunning, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, type StoppableClient } from './stop-statement.js';
+import { CANCEL_GRACE_MS, canStopStatements, cancelRunning, closeConnection, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, wasCancelled, type StoppableClient } from './stop-statement.js';
 import { QueueFullError, StatementInterruptedError, type InterruptionReason } from './statement-interrupted-error.js';
 
 /** Statement timeout of the embedded engine on disk when `limits.statementTimeoutMs` is not given (see defaultStatementTimeoutMs). */
@@ -19,7 +19,7 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
  */
 export function defaultStatementTimeoutMs(database: Knex | undefined): number {
   if (database === undefined) return EMBEDDED_STATEMENT_TIMEOUT_MS;
-  return (database.client as BoundableClient).stopsStatementsByRestart === true ? EMBEDDED_STATEMENT_TIMEOUT_MS : DEFAULT_STATEMENT_TIMEOUT_MS;
+  return (database.client as PoolClient).stopsStatementsByRestart === true ? EMBEDDED_STATEMENT_TIMEOUT_MS : DEFAULT_STATEMENT_TIMEOUT_MS;
 }
 
 /** Units of one client that may wait for a connection when `limits.maxWaitingPerClient` is not given. */
@@ -43,31 +43,23 @@ export interface FairnessLimits {
  */
 export const ABANDONED_STATEMENT_GRACE_MS = 500;
 
-/** Knex's client as this module uses it; `_query` and `cancelQuery` are Knex internals every dialect has. */
-interface BoundableClient extends StoppableClient {
-  constructor: unknown;
-  _query(connection: unknown, obj: unknown): Promise<unknown>;
+/**
+ * The parts of a Knex client this module uses, all of them its public methods and properties:
+ * its pool's acquire and release, the pool itself (as a key, and its size), its events.
+ */
+interface PoolClient extends StoppableClient {
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
-  /** Set on a transaction's client: its one connection is the transaction's. */
+  /** Set on a Knex transaction's client: its one connection is the transaction's. */
   transacting?: boolean;
   /** The embedded client's restart after a stopped statement, while it is under way. */
   whenRestarted?(): Promise<unknown> | undefined;
   config?: { pool?: { max?: unknown } };
-  [installed]?: true;
-  /** Set on the client of a `boundedKnex`: every connection it acquires is bound to this context. */
-  [clientContext]?: DatabaseContext;
-  /** The pool's own acquire, without the bounds: what acquireWithin bounds by its context, once. */
-  [acquireUnbounded]?(): Promise<unknown>;
 }
 
-const installed = Symbol('recordbase.statementBounds');
-const clientContext = Symbol('recordbase.clientContext');
-const acquireUnbounded = Symbol('recordbase.acquireUnbounded');
-
 /**
- * The fair gate in front of each pool whose client has the bounds installed, keyed by the pool
- * itself: Knex's copies of a client (a boundedKnex, withUserParams) share it.
+ * The fair gate in front of each pool recordbase shares among clients, keyed by the pool itself:
+ * Knex's copies of a client share it. Kept here, beside the host's objects, never on them.
  */
 const gates = new WeakMap<object, FairGate>();
 
@@ -76,129 +68,55 @@ const connectionTickets = new WeakMap<object, GateTicket>();
 
 /**
  * The context each held connection's statements run under: set when a unit of work acquires
- * the connection within a context (acquireWithin, runTransaction, a boundedKnex), removed
- * when it goes back to the pool. A statement on a connection without one is not bounded.
+ * the connection within a context (acquireWithin), removed when it goes back to the pool.
  */
 const connectionContexts = new WeakMap<object, DatabaseContext>();
 
 /**
  * Statements that run even for a client that left: they end a transaction. Refusing one would
- * leave the transaction open on a connection the pool hands to the next request (Knex does not
- * roll back after a failed COMMIT).
+ * leave the transaction open on a connection that goes back to the pool.
  */
 const TRANSACTION_END = /^\s*(rollback|commit|release)\b/i;
 const ROLLBACK = /^\s*rollback\b/i;
 
 /**
- * Makes every statement that `db` runs on a connection acquired within a database context
- * (lib/db/database-context.ts) bounded by it: cancelled past `statementTimeoutMs` or once its
- * client has gone; and such an acquire refused when no connection is free within
- * `acquireTimeoutMs`. Work acquires within a context through `acquireWithin`, runTransaction
- * (run-statement.ts) or a `boundedKnex`. Statements on other connections (the schema sync, the
- * sweep, a host's own queries on a shared Knex) run as before. Installed once per Knex client;
- * it adds no round trip: a timer per statement, and a cancel only when one is due.
+ * Shares `db`'s pool fairly among the clients of recordbase's units of work (DatabaseContext's
+ * `client`): before a unit takes a pooled connection it passes a fair gate (fair-gate.ts), where
+ * clients take turns, each holds at most `maxConnectionsPerClient` connections and waits in a
+ * queue of at most `maxWaitingPerClient` units (MAX_WAITING for all clients). On the embedded
+ * engine (one connection) the turns are the whole fairness. The gate is recordbase's own,
+ * kept beside the pool: the host's Knex instance, its client and its pool are left exactly as
+ * the host made them, and the host's own queries pass no gate and no timeout. `fairness` is that
+ * of the first router to share a pool that several share.
  *
- * A context with a `client` key also passes a fair gate (fair-gate.ts) before it takes a pooled
- * connection: clients take turns, each holds at most `maxConnectionsPerClient` connections, and
- * waits in a queue of at most `maxWaitingPerClient` units (MAX_WAITING for all clients). On the
- * embedded engine (one connection) the turns are the whole fairness. `fairness` is that of the
- * first router to install the bounds on a Knex that several share.
- *
- * How a statement is stopped depends on the engine: on Postgres, a protocol cancel request
- * (cancel-postgres-statement.ts), and if the statement has not ended
- * CANCEL_GRACE_MS later its connection is dropped and the caller gets `unresponsive`; on the
- * embedded engine, the worker is terminated (on disk) or the caller is answered while the
- * statement runs on (in memory).
+ * Every statement recordbase sends goes through its own send path (run-statement.ts), which
+ * acquires within a context (acquireWithin), sends, and releases (releaseWithin): there the
+ * statement is bounded (sendWithin) by `statementTimeoutMs`, its unit's budget, and its client
+ * leaving.
  */
-export function installStatementBounds(db: Knex, fairness: FairnessLimits): void {
-  const client = db.client as unknown as BoundableClient;
-  if (client[installed]) return;
-  if (isConnectionObject(client.pool)) {
-    const capacity = poolSizeOf(client);
-    gates.set(
-      client.pool,
-      new FairGate({
-        capacity,
-        maxHeldPerClient: fairness.maxConnectionsPerClient ?? Math.max(1, Math.floor(capacity / 2)),
-        maxWaitingPerClient: fairness.maxWaitingPerClient,
-        maxWaiting: MAX_WAITING,
-      }),
-    );
-  }
-  // A subclass of the client's own class, made this client's prototype: Knex builds each
-  // transaction's client (and a withUserParams clone's) from `client.constructor.prototype`, so
-  // methods set on the instance alone would miss every statement inside a transaction. Other
-  // Knex instances are untouched.
-  const Base = client.constructor as new (...args: never[]) => BoundableClient;
-  const runStatement = Base.prototype._query;
-  const acquire = Base.prototype.acquireConnection;
-  const release = Base.prototype.releaseConnection;
-  class BoundClient extends Base {
-    override _query(connection: unknown, obj: unknown): Promise<unknown> {
-      const restarted = restartReasonOf(connection);
-      if (restarted !== undefined) {
-        if (!ROLLBACK.test((obj as { sql?: string }).sql ?? '')) return Promise.reject(restarted);
-        return Promise.resolve(Object.assign(obj as object, { response: { command: 'ROLLBACK', rowCount: null, rows: [], fields: [] } }));
-      }
-      const context = isConnectionObject(connection) ? connectionContexts.get(connection) : undefined;
-      if (context === undefined) return runStatement.call(this, connection, obj);
-      // The request's shared budget bounds what it costs the database; where a statement cannot be
-      // stopped (the in-memory engine) answering early saves nothing, so each keeps the whole timeout.
-      let limitMs = canStopStatements(this) ? statementLimitMs(context) : context.statementTimeoutMs;
-      const aborted = context.signal?.aborted === true;
-      // A client that has gone, or whose budget is cut, gets no new statement, but one that ends a
-      // transaction, which keeps the whole timeout (the text is read only then, not per statement).
-      if ((aborted || limitMs < context.statementTimeoutMs) && TRANSACTION_END.test((obj as { sql?: string }).sql ?? '')) limitMs = context.statementTimeoutMs;
-      else if (aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
-      if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
-      return runBounded(this, { context, connection, limitMs }, runStatement.call(this, connection, obj));
-    }
-
-    override acquireConnection(): Promise<unknown> {
-      const context = this[clientContext];
-      if (context === undefined) return acquire.call(this);
-      return acquireBounded(this, context, () => acquire.call(this));
-    }
-
-    override [acquireUnbounded](): Promise<unknown> {
-      return acquire.call(this);
-    }
-
-    override releaseConnection(connection: unknown): Promise<unknown> {
-      if (!isConnectionObject(connection)) return release.call(this, connection);
-      connectionContexts.delete(connection);
-      const ticket = connectionTickets.get(connection);
-      if (ticket === undefined) return release.call(this, connection);
-      connectionTickets.delete(connection);
-      // The pool has the connection back before the next client's unit is let through to take it.
-      const released = release.call(this, connection);
-      // A unit whose statement was stopped by restarting the embedded engine keeps its turn until
-      // the engine is back: the next client then waits for the rest of the restart only if it
-      // came during it, never for a restart and the next slow statement of the same client. One
-      // whose Postgres connection was dropped with its statement still running keeps it until
-      // the server has ended that statement: the client's share counts the work it causes.
-      const stillBusy = this.whenRestarted?.() ?? orphanedStatementOf(connection);
-      if (stillBusy === undefined) ticket.leave();
-      else
-        void stillBusy.then(
-          () => ticket.leave(),
-          () => ticket.leave(),
-        );
-      return released;
-    }
-  }
-  Object.setPrototypeOf(client, BoundClient.prototype);
-  client[installed] = true;
+export function shareConnectionsFairly(db: Knex, fairness: FairnessLimits): void {
+  const client = db.client as unknown as PoolClient;
+  if (!isConnectionObject(client.pool) || gates.has(client.pool)) return;
+  const capacity = poolSizeOf(client);
+  gates.set(
+    client.pool,
+    new FairGate({
+      capacity,
+      maxHeldPerClient: fairness.maxConnectionsPerClient ?? Math.max(1, Math.floor(capacity / 2)),
+      maxWaitingPerClient: fairness.maxWaitingPerClient,
+      maxWaiting: MAX_WAITING,
+    }),
+  );
 }
 
 /** The size of the client's pool: tarn's `max`, else the configured one, else Knex's default (10). */
-function poolSizeOf(client: BoundableClient): number {
+function poolSizeOf(client: PoolClient): number {
   const max = client.pool?.max ?? client.config?.pool?.max;
   return typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? max : 10;
 }
 
-/** The fair gate of `client`'s pool, if its bounds are installed. */
-function gateOf(client: BoundableClient): FairGate | undefined {
+/** The fair gate of `client`'s pool, if recordbase shares it (shareConnectionsFairly). */
+function gateOf(client: PoolClient): FairGate | undefined {
   return isConnectionObject(client.pool) ? gates.get(client.pool) : undefined;
 }
 
@@ -209,28 +127,94 @@ export function contextOfConnection(connection: object): DatabaseContext | undef
 
 /**
  * A connection for `context`'s work from `db`'s pool, bound to the context until it goes back
- * (the bounds' `releaseConnection` unbinds it): refused with `busy` past `acquireTimeoutMs`,
- * `aborted` once the client has gone. Inside a transaction, its own connection (bound when the
- * transaction began). Without a context, the pool's connection as it comes.
+ * (releaseWithin): refused with `busy` past `acquireTimeoutMs`, `aborted` once the client has
+ * gone. Inside a Knex transaction, its own connection. Without a context, the pool's connection
+ * as it comes.
  */
 export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseContext | undefined): Promise<unknown> {
-  const client = db.client as unknown as BoundableClient;
+  const client = db.client as unknown as PoolClient;
   if (context === undefined || client.transacting) return client.acquireConnection();
-  // Not the client's acquireConnection: a boundedKnex's would bound (and gate) the unit a second time under its own context.
-  const unbounded = client[acquireUnbounded];
-  return acquireBounded(client, context, () => (unbounded ? unbounded.call(client) : client.acquireConnection()));
+  return acquireBounded(client, context, () => client.acquireConnection());
 }
 
 /**
- * `db` (a Knex whose statement bounds are installed) with every statement of its own (its query
- * builder, `raw`, its transactions) bounded by `context`: for long-lived work that holds one
- * fixed context and uses Knex's builder, such as realtime's background work. Made once per such
- * user: Knex copies its client for it (sharing the pool).
+ * Gives back a connection acquireWithin gave, with its unit's turn at the fair gate. A connection
+ * a cancel was sent to is closed first (the pool then replaces it): a cancel that lands late must
+ * find no other request there.
  */
-export function boundedKnex(db: Knex, context: DatabaseContext): Knex {
-  const bounded = db.withUserParams({});
-  (bounded.client as unknown as BoundableClient)[clientContext] = context;
-  return bounded;
+export async function releaseWithin(db: Knex | Knex.Transaction, connection: unknown): Promise<void> {
+  const client = db.client as unknown as PoolClient;
+  if (!isConnectionObject(connection)) {
+    await client.releaseConnection(connection);
+    return;
+  }
+  connectionContexts.delete(connection);
+  if (wasCancelled(connection)) await closeConnection(connection);
+  const ticket = connectionTickets.get(connection);
+  if (ticket === undefined) {
+    await client.releaseConnection(connection);
+    return;
+  }
+  connectionTickets.delete(connection);
+  // The pool has the connection back before the next client's unit is let through to take it.
+  const released = client.releaseConnection(connection);
+  // A unit whose statement was stopped by restarting the embedded engine keeps its turn until
+  // the engine is back: the next client then waits for the rest of the restart only if it
+  // came during it, never for a restart and the next slow statement of the same client. One
+  // whose Postgres connection was dropped with its statement still running keeps it until
+  // the server has ended that statement: the client's share counts the work it causes.
+  const stillBusy = client.whenRestarted?.() ?? orphanedStatementOf(connection);
+  if (stillBusy === undefined) ticket.leave();
+  else
+    void stillBusy.then(
+      () => ticket.leave(),
+      () => ticket.leave(),
+    );
+  await released;
+}
+
+/** What a statement is sent as: node-postgres's public QueryConfig, and Knex's `query` event's fields. */
+export interface SentStatement {
+  readonly sql: string;
+  readonly bindings: readonly unknown[];
+  /** node-postgres's QueryConfig: `text` with `$n` placeholders, `values`, and `name`/`types` when set. */
+  readonly config: { text: string; values: unknown[]; name?: string; types?: unknown };
+}
+
+/** node-postgres's client (both engines' connections), as far as sending a statement needs it: its public `query`. */
+interface QueryConnection {
+  query(config: SentStatement['config']): Promise<unknown>;
+}
+
+/**
+ * Sends `statement` on `connection` with node-postgres's public `query`, bounded by `context`
+ * when there is one: cancelled past its limit (the statement timeout, or what is left of its
+ * unit's budget) or once its client has gone. Emits Knex's public `query` event on `db`'s client
+ * first, so a host's query log (`knex.on('query')`) shows recordbase's statements as before.
+ */
+export function sendWithin(db: Knex | Knex.Transaction, connection: unknown, statement: SentStatement, context: DatabaseContext | undefined): Promise<unknown> {
+  const client = db.client as unknown as PoolClient & { emit(event: string, data: unknown): boolean };
+  const restarted = restartReasonOf(connection);
+  if (restarted !== undefined) {
+    if (!ROLLBACK.test(statement.sql)) return Promise.reject(restarted);
+    return Promise.resolve({ command: 'ROLLBACK', rowCount: null, rows: [], fields: [] });
+  }
+  let limitMs = 0;
+  if (context !== undefined) {
+    // The request's shared budget bounds what it costs the database; where a statement cannot be
+    // stopped (the in-memory engine) answering early saves nothing, so each keeps the whole timeout.
+    limitMs = canStopStatements(client) ? statementLimitMs(context) : context.statementTimeoutMs;
+    const aborted = context.signal?.aborted === true;
+    // A client that has gone, or whose budget is cut, gets no new statement, but one that ends a
+    // transaction, which keeps the whole timeout (the text is read only then, not per statement).
+    if ((aborted || limitMs < context.statementTimeoutMs) && TRANSACTION_END.test(statement.sql)) limitMs = context.statementTimeoutMs;
+    else if (aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
+    if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
+  }
+  client.emit('query', { sql: statement.sql, bindings: statement.bindings, method: 'raw' });
+  const running = (connection as QueryConnection).query(statement.config);
+  if (context === undefined) return running;
+  return runBounded(client, { context, connection, limitMs }, running);
 }
 
 /** Postgres's largest `statement_timeout`, in milliseconds. */
@@ -270,7 +254,7 @@ interface BoundedStatement {
  * `running` (a statement sent on `connection`), bounded by `context`: one promise and one timer
  * per statement; the cancel's timers and the client-gone listener only when they are due.
  */
-function runBounded(client: BoundableClient, statement: BoundedStatement, running: Promise<unknown>): Promise<unknown> {
+function runBounded(client: StoppableClient, statement: BoundedStatement, running: Promise<unknown>): Promise<unknown> {
   const { context, connection, limitMs } = statement;
   const signal = context.signal;
   const started = signal === undefined && context.budget === undefined ? 0 : Date.now();
@@ -333,7 +317,7 @@ function runBounded(client: BoundableClient, statement: BoundedStatement, runnin
  * full); the acquire timeout bounds both waits together. The pool's own request cannot be
  * withdrawn: when it is served later, the connection goes straight back (and the turn with it).
  */
-function acquireBounded(client: BoundableClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
+function acquireBounded(client: PoolClient, context: DatabaseContext, acquire: () => Promise<unknown>): Promise<unknown> {
   if (context.signal?.aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
   const gate = context.client === undefined ? undefined : gateOf(client);
   return new Promise((resolve, reject) => {

@@ -16,8 +16,8 @@ export interface EmbeddedClientOptions {
   lock?: DataDirLock;
 }
 
-/** A node-postgres client whose "socket" is an embedded session, and Knex's mark on a broken connection. */
-type EmbeddedConnection = pg.Client & { __knex__disposed?: unknown };
+/** A node-postgres client whose "socket" is an embedded session. */
+type EmbeddedConnection = pg.Client;
 
 /**
  * What every copy of one embedded client shares. Knex copies a client for each transaction (from
@@ -27,6 +27,8 @@ type EmbeddedConnection = pg.Client & { __knex__disposed?: unknown };
  */
 class EmbeddedEngine {
   readonly sessions = new WeakMap<object, EmbeddedSession>();
+  /** Connections that failed or ended: the pool replaces them (validateConnection). */
+  readonly broken = new WeakSet<object>();
   /** Set when the in-memory database is gone with its worker: nothing can bring it back. */
   lost: Error | undefined;
   /** Channels every connection LISTENs on, and who hears their notifications (realtime, notification-listener.ts). */
@@ -130,9 +132,9 @@ export class EmbeddedKnexClient extends ClientPg {
       session.onFailure((reason) => (engine.lost ??= new Error(`the in-memory embedded database is lost: ${reason.message}`)));
     }
     const connection: EmbeddedConnection = new pg.Client({ stream: () => session.openStream() as never, user: 'postgres', database: 'postgres' });
-    // As Knex's own Postgres client does: a broken connection is marked, and the pool drops it.
-    connection.on('error', (error) => (connection.__knex__disposed = error));
-    connection.on('end', () => (connection.__knex__disposed ??= 'Connection ended unexpectedly'));
+    // A broken connection is remembered, and the pool replaces it (validateConnection).
+    connection.on('error', () => engine.broken.add(connection));
+    connection.on('end', () => engine.broken.add(connection));
     engine.sessions.set(connection, session);
     // The embedded engine's only session is the pool's one connection: it LISTENs itself, and
     // Postgres delivers a session's own notifications to it once the transaction commits.
@@ -172,6 +174,11 @@ export class EmbeddedKnexClient extends ClientPg {
       engine.notificationHandlers.delete(handler);
       for (const channel of added) engine.channels.delete(channel);
     };
+  }
+
+  /** Knex's pool asks before handing out a connection: one whose session failed or ended is replaced. */
+  override async validateConnection(connection: EmbeddedConnection): Promise<boolean> {
+    return !this.engine.broken.has(connection);
   }
 
   override async destroyRawConnection(connection: EmbeddedConnection): Promise<void> {

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 
-/** The bounds of a FairGate (see installStatementBounds for where they come from). */
+/** The bounds of a FairGate (see shareConnectionsFairly for where they come from). */
 export interface FairGateLimits {
   /** Units that may hold a connection at once, all clients together: the pool's size. */
   capacity: number;

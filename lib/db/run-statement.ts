@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../schema/record-date.js';
 import { memoizePerObject } from '../memoize-per-object.js';
-import { acquireWithin, transactionBeginSql } from './bound-statements.js';
+import { acquireWithin, releaseWithin, sendWithin, transactionBeginSql, type SentStatement } from './bound-statements.js';
 import type { DatabaseContext } from './database-context.js';
 
 /**
@@ -20,12 +20,6 @@ export interface Statement {
 export interface StatementResult {
   rows: Record<string, unknown>[];
   rowCount: number | null;
-}
-
-/** The parts of a Knex client this module uses besides acquireWithin: its query path, and giving the connection back. */
-interface StatementClient {
-  releaseConnection(connection: unknown): Promise<unknown>;
-  query(connection: unknown, obj: { sql: string; bindings: unknown[]; options?: { name?: string; types?: TypeParsers } }): Promise<{ response: StatementResult }>;
 }
 
 /** node-postgres's per-query type parsers (QueryConfig `types`), and its connection's own. */
@@ -54,28 +48,49 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
 });
 
 /**
- * Runs one statement through Knex's client without Knex's query builder or runner: a connection
- * from the pool (or the transaction's own), acquired within `context` so that the statement is
- * bounded by it (bound-statements.ts), `client.query` (which positions the bindings, emits
- * Knex's `query` event and goes through `_query`, where the bounds apply), then the connection
- * back. The builder and runner exist to write SQL text, and what recordbase sends is plain text
- * it assembled itself. With `held` (runTransaction's), on that connection, which stays held.
+ * Runs one statement on recordbase's own send path: a connection from the pool (or the
+ * transaction's own), acquired within `context` so that the statement is bounded by it
+ * (bound-statements.ts), sent with node-postgres's public `query` (bindings positioned as `$n`,
+ * the record types below), then the connection back. Knex is the pool and nothing more: its
+ * query builder and runner are not used, and nothing of the host's Knex is changed. With `held`
+ * (runTransaction's), on that connection, which stays held.
  */
 export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
-  const client = db.client as unknown as StatementClient;
-  if (held !== undefined) return sendOn(client, held.connection, statement);
+  if (held !== undefined) return sendOn(db, held.connection, statement, context);
   const connection = await acquireWithin(db, context);
   try {
-    return await sendOn(client, connection, statement);
+    return await sendOn(db, connection, statement, context);
   } finally {
-    await client.releaseConnection(connection);
+    await releaseWithin(db, connection);
   }
 }
 
-async function sendOn(client: StatementClient, connection: unknown, statement: Statement): Promise<StatementResult> {
+function sendOn(db: Knex | Knex.Transaction, connection: unknown, statement: Statement, context: DatabaseContext | undefined): Promise<StatementResult> {
   const types = recordTypes(connection);
-  const obj = { sql: statement.sql, bindings: statement.bindings as unknown[], options: statement.name === undefined ? { types } : { name: statement.name, types } };
-  return (await client.query(connection, obj)).response;
+  const name = statement.name;
+  const config: SentStatement['config'] =
+    name === undefined
+      ? { text: positionBindings(statement.sql), values: statement.bindings as unknown[], types }
+      : { text: positionedNamed(name, statement.sql), values: statement.bindings as unknown[], name, types };
+  return sendWithin(db, connection, { sql: statement.sql, bindings: statement.bindings, config }, context) as Promise<StatementResult>;
+}
+
+/**
+ * `?` placeholders as Postgres's `$1`, `$2`, ...; an escaped `\?` stays a question mark (the jsonb
+ * `?` operator). The same rule as Knex's Postgres client, so text written for `knex.raw` reads the same.
+ */
+export function positionBindings(sql: string): string {
+  let position = 0;
+  return sql.replace(/(\\*)(\?)/g, (_match, escapes: string) => (escapes.length % 2 === 1 ? '?' : `$${++position}`));
+}
+
+/** Positioned texts of named statements (a few per collection: see preparedName), made once each. */
+const positionedByName = new Map<string, string>();
+
+function positionedNamed(name: string, sql: string): string {
+  let text = positionedByName.get(name);
+  if (text === undefined) positionedByName.set(name, (text = positionBindings(sql)));
+  return text;
 }
 
 /** The connection a transaction of runTransaction holds from its BEGIN to its COMMIT or ROLLBACK. */
@@ -92,21 +107,20 @@ export interface HeldConnection {
  * transaction (makeKnex): recordbase's statements need only the connection.
  */
 export async function runTransaction<T>(db: Knex, context: DatabaseContext | undefined, work: (held: HeldConnection) => Promise<T>): Promise<T> {
-  const client = db.client as unknown as StatementClient;
   const held: HeldConnection = { connection: await acquireWithin(db, context) };
   try {
-    await sendOn(client, held.connection, { sql: transactionBeginSql(held.connection, context), bindings: [] });
+    await sendOn(db, held.connection, { sql: transactionBeginSql(held.connection, context), bindings: [] }, context);
     let result: T;
     try {
       result = await work(held);
     } catch (err) {
-      await sendOn(client, held.connection, ROLLBACK);
+      await sendOn(db, held.connection, ROLLBACK, context);
       throw err;
     }
-    await sendOn(client, held.connection, COMMIT);
+    await sendOn(db, held.connection, COMMIT, context);
     return result;
   } finally {
-    await client.releaseConnection(held.connection);
+    await releaseWithin(db, held.connection);
   }
 }
 

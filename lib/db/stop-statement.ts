@@ -1,5 +1,6 @@
 import { BACKEND_LOOK_TIMEOUT_MS, BACKEND_WATCH_INTERVAL_MS, BACKEND_WATCH_MAX_MS, BackendWatcher, type WatchConnection } from './backend-watcher.js';
 import { sendCancelRequest, type PostgresClientLike, type ProtocolConnectionClass } from './cancel-postgres-statement.js';
+import pg from 'pg';
 import type { StatementInterruptedError } from './statement-interrupted-error.js';
 
 /**
@@ -13,8 +14,6 @@ import type { StatementInterruptedError } from './statement-interrupted-error.js
 export interface StoppableClient {
   cancelQuery?(connection: unknown): Promise<unknown>;
   canCancelQuery?: boolean;
-  /** The Postgres driver Knex loaded (`pg`): its protocol `Connection` sends cancel requests. */
-  driver?: { Connection?: ProtocolConnectionClass } | null;
   /** The embedded client's cancel (embedded-knex-client.ts): false when the statement cannot be stopped. */
   cancelStatement?(connection: unknown, reason: Error): Promise<boolean>;
   /** Set by the embedded client on disk: stopping a statement restarts the engine for everyone. */
@@ -83,12 +82,10 @@ export async function cancelRunning(client: StoppableClient, connection: unknown
     if (client.stopsStatementsByRestart && isConnectionObject(connection)) restartedConnections.set(connection, reason);
     return client.cancelStatement(connection, reason).catch(() => true);
   }
-  const Connection = client.driver?.Connection;
-  if (Connection && isPostgresClient(connection)) {
-    // The pool discards the connection afterwards: a cancel that lands late must find no other request there.
+  if (isPostgresClient(connection)) {
+    // Closed when it goes back to the pool (wasCancelled): a cancel that lands late must find no other request there.
     cancelledConnections.set(connection, reason);
-    (connection as { __knex__disposed?: unknown }).__knex__disposed = reason;
-    await sendCancelRequest({ Connection, target: connection, timeoutMs: CANCEL_GRACE_MS });
+    await sendCancelRequest({ Connection: pg.Connection as unknown as ProtocolConnectionClass, target: connection, timeoutMs: CANCEL_GRACE_MS });
     return true;
   }
   if (client.canCancelQuery && client.cancelQuery) {
@@ -116,16 +113,47 @@ export function orphanedStatementOf(connection: object): Promise<void> | undefin
 }
 
 /**
- * Gives up on a connection whose statement outlived its cancel: marked so Knex's pool destroys
- * it instead of handing it out again, and its socket closed so the statement's promise settles.
- * The server goes on with the statement until it notices the cancel (a backend that is planning
- * may take long to): a Postgres connection is watched until its backend has ended it.
+ * Gives up on a connection whose statement outlived its cancel: node-postgres's public `end()`,
+ * which closes the socket at once while a statement runs, so the statement's promise settles and
+ * the connection ends (Knex's pool, which hears its `end`, replaces it). The server goes on with
+ * the statement until it notices the cancel (a backend that is planning may take long to): a
+ * Postgres connection is watched until its backend has ended it. `reason` is what the caller
+ * already answered with.
  */
 export function dropConnection(client: StoppableClient, connection: unknown, reason: Error): void {
-  const pgClient = connection as { __knex__disposed?: unknown; connection?: { stream?: { destroy(): void } } };
-  pgClient.__knex__disposed = reason;
   if (isPostgresClient(connection) && connection.processID !== null && client.acquireRawConnection && client.destroyRawConnection) orphanedStatements.set(connection, backendWatcherOf(client).waitUntilGone(connection.processID));
-  pgClient.connection?.stream?.destroy();
+  if (isConnectionObject(connection)) droppedConnections.set(connection, reason);
+  void (connection as Partial<EndableConnection>).end?.().catch(() => undefined);
+}
+
+/** Connections dropped by dropConnection, and why. */
+const droppedConnections = new WeakMap<object, Error>();
+
+/** node-postgres's client as far as ending it goes: its public `end()`. */
+interface EndableConnection {
+  end(): Promise<void>;
+}
+
+/** Whether a cancel was sent to `connection` (then it must not be handed out again: closeConnection). */
+export function wasCancelled(connection: object): boolean {
+  return cancelledConnections.has(connection) && !droppedConnections.has(connection);
+}
+
+/** How long closing a cancelled connection may take before it goes back to the pool anyway. */
+const CLOSE_TIMEOUT_MS = 1_000;
+
+/**
+ * Ends a connection a cancel was sent to (node-postgres's public `end()`), before it goes back to
+ * the pool: once ended, Knex's pool, which hears its `end`, replaces it instead of handing it out.
+ * Waits for the end at most CLOSE_TIMEOUT_MS (a server that does not close the socket).
+ */
+export async function closeConnection(connection: object): Promise<void> {
+  droppedConnections.set(connection, cancelledConnections.get(connection) ?? new Error('closed'));
+  const ended = (connection as Partial<EndableConnection>).end?.().catch(() => undefined);
+  if (ended === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
+  clearTimeout(timer);
 }
 
 /** The watcher of dropped connections' backends, one per pool, made when first needed. */

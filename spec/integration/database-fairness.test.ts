@@ -19,7 +19,7 @@ import knexFactory, { type Knex } from 'knex';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { resolveOptions, type RecordsRouterOptions } from '../../lib/options.js';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, EMBEDDED_STATEMENT_TIMEOUT_MS, installStatementBounds } from '../../lib/db/bound-statements.js';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, EMBEDDED_STATEMENT_TIMEOUT_MS, shareConnectionsFairly } from '../../lib/db/bound-statements.js';
 import { StatementInterruptedError } from '../../lib/db/statement-interrupted-error.js';
 import type { DatabaseContext } from '../../lib/db/database-context.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase, openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
@@ -322,7 +322,7 @@ describe.each(testEngines())('the fair gate on %s, by itself', (engine) => {
   test('units without a client key are not gated, and a host query runs as before; a keyed unit over its queue is refused without being sent', async () => {
     const database = await openTestDatabase(engine);
     try {
-      installStatementBounds(database.db, { maxConnectionsPerClient: 1, maxWaitingPerClient: 1 });
+      shareConnectionsFairly(database.db, { maxConnectionsPerClient: 1, maxWaitingPerClient: 1 });
       const holding = runStatement(database.db, busy, keyed('a'));
       const queued = runStatement(database.db, { sql: 'SELECT 1 AS one', bindings: [] }, keyed('a'));
       const refused = await runStatement(database.db, { sql: 'SELECT 1 AS one', bindings: [] }, keyed('a')).catch((error: unknown) => error);

@@ -2,7 +2,7 @@ import { RecordStore } from '../../lib/db/record-store.js';
 import { realtimeSchema } from '../../lib/db/realtime-schema.js';
 import { StatementRunner } from '../../lib/db/statement-runner.js';
 import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
-import { DEFAULT_MAX_WAITING_PER_CLIENT, installStatementBounds } from '../../lib/db/bound-statements.js';
+import { DEFAULT_MAX_WAITING_PER_CLIENT, shareConnectionsFairly } from '../../lib/db/bound-statements.js';
 import { ChangeReader } from '../../lib/realtime/change-reader.js';
 import { ChangeDelivery } from '../../lib/realtime/deliver-changes.js';
 import type { LocalClient, LocalSubscription } from '../../lib/realtime/local-client.js';
@@ -39,7 +39,7 @@ describe.each(testEngines())('delivery after a delay on %s', (engine) => {
   const bob = TEST_IDENTITIES['token-bob']!;
   beforeAll(async () => {
     database = await openTestDatabase(engine);
-    installStatementBounds(database.db, { maxWaitingPerClient: DEFAULT_MAX_WAITING_PER_CLIENT });
+    shareConnectionsFairly(database.db, { maxWaitingPerClient: DEFAULT_MAX_WAITING_PER_CLIENT });
     await syncDatabaseSchema(database.db, registry.collections, { additions: [realtimeSchema(true)] });
     await database.db.raw(`INSERT INTO "_recordbase_realtime_instances" ("instance_id", "expires_at") VALUES ('test-instance', now() + interval '1 hour')`);
     // The registry row of the subscriber below (its rule on notes reads posts: every collection is captured).
