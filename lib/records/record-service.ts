@@ -9,7 +9,6 @@ import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isReadableId, isRecordId } from '../schema/record-id.js';
-import { memoizePerObject } from '../memoize-per-object.js';
 import { withRequestContext } from '../query/request-info.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
@@ -24,7 +23,8 @@ import { RecordPresenter, type ResponseShape } from './present-records.js';
 import type { ExpandBudget, ExpandLimits } from './expand-records.js';
 import { RecordWriter } from './record-writer.js';
 import type { RecordsApi } from './records-api.js';
-import { runWriteUnit, WriteUnit } from './write-unit.js';
+import { planWrite, type WritePlan } from './write-plan.js';
+import { runAutocommit, runWriteUnit, type WriteUnit } from './write-unit.js';
 import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
 
 /** How the service treats files, multipart updates and hooks. */
@@ -94,6 +94,7 @@ export class RecordService {
       warnCleared: createClearedFieldsWarning(options.logger),
       storeOf: (context) => this.storeOf(context),
       inUnit: (context, work) => this.inUnit(context, work),
+      runPlanned: (plan, context, work) => (plan === 'unit' ? this.inUnit(context, work) : runAutocommit(this.storeOf(context), work, options.logger)),
     };
   }
 
@@ -163,6 +164,17 @@ export interface RecordServiceParts {
   readonly warnCleared: ClearedFieldsWarning;
   storeOf(context: OperationContext): RecordStore;
   inUnit<T>(context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T>;
+  /** Runs a write's steps as its plan sends them (lib/records/write-plan.ts): in the context's unit or one of its own, or as autocommit statements. */
+  runPlanned<T>(plan: WritePlan, context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T>;
+}
+
+/** What an update's steps act on: its rule without the body, and whether the rule reads the body (checked once the write is known). */
+interface UpdateChange {
+  readonly collection: CollectionSchema;
+  readonly id: string;
+  readonly operations: WriteOperations;
+  readonly rule: { readonly readsBody: boolean; readonly where: SqlFragment[] };
+  readonly beforeHook: boolean;
 }
 
 /**
@@ -217,10 +229,10 @@ export class ScopedRecordService {
 
   /**
    * Creates a record. The create rule is checked on the row the write would insert, before
-   * anything is written (403). Without a transaction to join, a before-hook or a rule, the insert
-   * is a single autocommit statement (the relation check reads committed rows either way, so a
-   * transaction would not protect it). Uploads are written to storage before the record is
-   * committed and removed if it is not.
+   * anything is written (403). Uploads are written to storage before the record is committed and
+   * removed if it is not. Without a unit to join, a before-hook or a rule, the plan is one
+   * autocommit insert (the relation check reads committed rows either way, so a transaction
+   * would not protect it).
    */
   async create(collection: CollectionSchema, input: WriteInput): Promise<RecordValues> {
     refuseViewWrite(collection);
@@ -229,17 +241,13 @@ export class ScopedRecordService {
     const hooks = options.hooks;
     return guard(async () => {
       const ruleWhere = this.rule(collection, 'create', write.data);
-      const needsUnit = this.context.unit !== undefined || ruleWhere.length > 0 || hooks.has(collection, 'beforeCreate');
-      if (!needsUnit) {
-        const created = await writer.insertAutocommit(this.parts.storeOf(this.context), collection, write);
-        await hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, undefined), record: created });
-        return created;
-      }
-      return this.parts.inUnit(this.context, async (unit) => {
+      const beforeHook = hooks.has(collection, 'beforeCreate');
+      const plan = planWrite({ operation: 'create', joinsUnit: this.context.unit !== undefined, beforeHook, ruleSeesRow: ruleWhere.length > 0 });
+      return this.parts.runPlanned(plan, this.context, async (unit) => {
         if (ruleWhere.length > 0 && !(await unit.store.matchesNewRow({ collection, values: writer.previewValues(collection, write), where: ruleWhere }))) {
           throw new ForbiddenError('You are not allowed to create this record.');
         }
-        if (hooks.has(collection, 'beforeCreate')) {
+        if (beforeHook) {
           writer.throwIfInvalid(collection, write);
           await hooks.runBefore(collection, 'beforeCreate', { ...this.eventBase(collection, unit), data: write.data });
           checkHookData(collection, write.data, { hook: 'beforeCreate', allowId: true });
@@ -255,109 +263,108 @@ export class ScopedRecordService {
   }
 
   /**
-   * Updates a record under a row lock (concurrent updates serialise, none is lost, and the file
-   * names each one keeps are computed from the other's result). The update rule is part of the
-   * statement that locks the row; failing it is a 404. A rule that reads `@request.body` needs
-   * the write's values, which depend on the locked row (`views+: 1`), so it is checked on that
-   * row right after, still a 404. New files are written before commit; files the record no
-   * longer holds are removed after it.
+   * Updates a record; failing the update rule is a 404. A rule that reads `@request.body` needs
+   * the write's values, which depend on the row (`views+: 1`), so it is checked once the write is
+   * known. New files are written before commit; files the record no longer holds are removed
+   * after it. Without a unit to join, a before-hook or files, the plan is `versioned`; when the
+   * row changed meanwhile or the rule refused, the update runs again under a row lock (concurrent
+   * updates serialise, none is lost), which decides and says why.
    */
   async update(collection: CollectionSchema, id: string, input: WriteInput): Promise<RecordValues> {
     refuseViewWrite(collection);
     const operations = this.readOperations(collection, input, { update: true });
-    const { writer, options, compiled } = this.parts;
-    const hooks = options.hooks;
     return guard(async () => {
-      const readsBody = compiled.rules.readsBody(collection, 'update');
-      const where = this.rule(collection, 'update');
+      const rule = { readsBody: this.parts.compiled.rules.readsBody(collection, 'update'), where: this.rule(collection, 'update') };
       requireRecordId(id);
-      if (this.context.unit === undefined && !hooks.has(collection, 'beforeUpdate') && operations.uploads.length === 0 && !operations.fields.some((w) => w.field.type === 'file')) {
-        const updated = await this.updateVersion(collection, id, operations, { readsBody, where });
-        if (updated) {
-          await hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, undefined), record: updated });
-          return updated;
-        }
+      const files = operations.uploads.length > 0 || operations.fields.some((w) => w.field.type === 'file');
+      const beforeHook = this.parts.options.hooks.has(collection, 'beforeUpdate');
+      const plan = planWrite({ operation: 'update', joinsUnit: this.context.unit !== undefined, beforeHook, files });
+      const change = { collection, id, operations, rule, beforeHook };
+      if (plan === 'versioned') {
+        const updated = await this.parts.runPlanned(plan, this.context, (unit) => this.runUpdate(unit, 'versioned', change));
+        if (updated) return updated;
       }
-      return this.parts.inUnit(this.context, async (unit) => {
-        const existing = await findOrNotFound(unit.store, { collection, id, where: readsBody ? [] : where, lock: true });
-        const write = normalizeWrite(operations, existing);
-        if (readsBody) {
-          await findOrNotFound(unit.store, { collection, id, where: this.rule(collection, 'update', write.data) }).catch((err: unknown) => {
-            if (err instanceof NotFoundError) this.parts.warnCleared(collection, operations.cleared);
-            throw err;
-          });
-        }
-        if (hooks.has(collection, 'beforeUpdate')) {
-          writer.throwIfInvalid(collection, write, existing);
-          await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, unit), data: write.data, record: existing });
-          checkHookData(collection, write.data, { hook: 'beforeUpdate', allowId: false });
-        }
-        const values = writer.validate(collection, write, existing);
-        await writer.checkRelations(unit.store, { collection, values, existing });
-        await writer.writeFiles(unit, collection, { id, values, write });
-        const result = await writer.rejectDuplicates(collection, () => unit.store.update(collection, id, values));
-        const kept = new Set(listFileNames(collection, result));
-        const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
-        unit.afterCommit(() => options.files.removeNames(collection, id, removed));
-        unit.afterCommit(() => hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, undefined), record: result }));
-        return result;
-      });
+      // Under the lock the statement always writes the row read: only a versioned update comes back empty.
+      return (await this.parts.inUnit(this.context, (unit) => this.runUpdate(unit, 'unit', change)))!;
     });
   }
 
   /**
-   * An update without a transaction, a before-hook or files, in two autocommit statements instead
-   * of a transaction around a locked read: the record is read with its row version, the write is
-   * computed and checked on it exactly as under the lock, and the update applies only if the row
-   * is still that version and passes the rule (with the body, when the rule reads it) in the same
-   * statement. Undefined when it changed meanwhile or the rule refused: the locked path then
-   * decides (and says why), so nothing differs but the round trips.
+   * An update's steps, in one order for both plans: the row (read with its version, or locked) ->
+   * the write over it -> the rule with the body -> the before-hook -> validation -> relations ->
+   * files -> the statement -> after-commit work. Undefined only under `versioned`, when the row
+   * is no longer the version read or the rule refused (the statement changed nothing).
    */
-  private async updateVersion(collection: CollectionSchema, id: string, operations: WriteOperations, rule: { readsBody: boolean; where: SqlFragment[] }): Promise<RecordValues | undefined> {
-    const { writer } = this.parts;
-    const store = this.parts.storeOf(this.context);
-    const read = await store.selectVersioned({ collection, id, where: rule.readsBody ? [] : rule.where });
+  private async runUpdate(unit: WriteUnit, plan: 'versioned' | 'unit', change: UpdateChange): Promise<RecordValues | undefined> {
+    const { writer, options } = this.parts;
+    const { collection, id, operations, rule } = change;
+    const hooks = options.hooks;
+    // The rule with the body waits for the write; without it, the rule is in the read.
+    const readWhere = rule.readsBody ? [] : rule.where;
+    const read = plan === 'versioned' ? await unit.store.selectVersioned({ collection, id, where: readWhere }) : await lockedRow(unit.store, { collection, id, where: readWhere });
     if (!read) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-    const write = normalizeWrite(operations, read.record);
+    const existing = read.record;
+    const write = normalizeWrite(operations, existing);
     const where = rule.readsBody ? this.rule(collection, 'update', write.data) : rule.where;
+    // Under the lock the rule with the body is a read of its own; a versioned update sends it in its statement.
+    if (rule.readsBody && plan === 'unit') {
+      await findOrNotFound(unit.store, { collection, id, where }).catch((err: unknown) => {
+        if (err instanceof NotFoundError) this.parts.warnCleared(collection, operations.cleared);
+        throw err;
+      });
+    }
+    if (change.beforeHook) {
+      writer.throwIfInvalid(collection, write, existing);
+      await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, unit), data: write.data, record: existing });
+      checkHookData(collection, write.data, { hook: 'beforeUpdate', allowId: false });
+    }
     let values: RecordValues;
     try {
-      values = writer.validate(collection, write, read.record);
-      await writer.checkRelations(store, { collection, values, existing: read.record });
+      values = writer.validate(collection, write, existing);
+      await writer.checkRelations(unit.store, { collection, values, existing });
     } catch (err) {
-      // A rule that reads the body is checked before validation (its 404 comes first): the locked path checks it, then says what is invalid.
-      if (rule.readsBody && err instanceof ValidationError) return undefined;
+      // The rule with the body comes before validation (its 404 first): not yet checked here, so the locked path decides.
+      if (plan === 'versioned' && rule.readsBody && err instanceof ValidationError) return undefined;
       throw err;
     }
-    return writer.rejectDuplicates(collection, () => store.updateVersion(collection, id, values, { version: read.version, where }));
+    await writer.writeFiles(unit, collection, { id, values, write });
+    // Versioned: applies only to the row as read, and only if it passes the rule (with the body); locked: the row is ours.
+    const { version } = read;
+    const result = await writer.rejectDuplicates(collection, () =>
+      version === undefined ? unit.store.update(collection, id, values) : unit.store.updateVersion(collection, id, values, { version, where }),
+    );
+    if (!result) return undefined;
+    const kept = new Set(listFileNames(collection, result));
+    const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
+    unit.afterCommit(() => options.files.removeNames(collection, id, removed));
+    unit.afterCommit(() => hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, undefined), record: result }));
+    return result;
   }
 
   /**
-   * Deletes one record (and cascades); failing the delete rule is a 404. Without a transaction to
-   * join, a before-hook, or a collection whose relations point at this one (nothing to unlink or
-   * cascade), it is one autocommit statement with the rule in it.
+   * Deletes one record (and cascades); failing the delete rule is a 404. Without a unit to join,
+   * a before-hook, or a collection whose relations point at this one (nothing to unlink or
+   * cascade), the plan is one autocommit statement with the rule in it; otherwise the record is
+   * locked and deleted with what cascades from it.
    */
   async delete(collection: CollectionSchema, id: string): Promise<void> {
     refuseViewWrite(collection);
     return guard(async () => {
       const where = this.rule(collection, 'delete');
       requireRecordId(id);
-      const { hooks, logger } = this.parts.options;
-      if (this.context.unit === undefined && !hooks.has(collection, 'beforeDelete') && withoutViewReferences(this.parts.compiled.registry).backRelations(collection).length === 0) {
-        const store = this.parts.storeOf(this.context);
+      const { hooks } = this.parts.options;
+      const backRelations = withoutViewReferences(this.parts.compiled.registry).backRelations(collection).length > 0;
+      const plan = planWrite({ operation: 'delete', joinsUnit: this.context.unit !== undefined, beforeHook: hooks.has(collection, 'beforeDelete'), backRelations });
+      await this.parts.runPlanned(plan, this.context, async (unit) => {
+        if (plan === 'unit') {
+          const record = await findOrNotFound(unit.store, { collection, id, where, lock: true });
+          await this.deleteInUnit(unit, collection, [record]);
+          return;
+        }
         // Without an afterDelete hook, only the removal of its files reads the deleted record.
-        const returning = hooks.has(collection, 'afterDelete') ? 'record' : 'files';
-        const record = await store.deleteById({ collection, id, where, returning });
+        const record = await unit.store.deleteById({ collection, id, where, returning: hooks.has(collection, 'afterDelete') ? 'record' : 'files' });
         if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-        // An autocommit unit: the statement has committed; what follows a commit runs as after any unit's.
-        const unit = new WriteUnit(store);
         this.afterDeleting(unit, [{ collection, record }]);
-        await unit.settle('committed', logger);
-        return;
-      }
-      await this.parts.inUnit(this.context, async (unit) => {
-        const record = await findOrNotFound(unit.store, { collection, id, where, lock: true });
-        await this.deleteInUnit(unit, collection, [record]);
       });
     });
   }
@@ -468,6 +475,12 @@ async function findOrNotFound(
   const record = await store.selectById(options);
   if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
   return record;
+}
+
+/** The record with `id` matching `where`, locked for the rest of the unit; no version (the lock keeps it the row read). */
+async function lockedRow(store: RecordStore, options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[] }): Promise<{ record: RecordValues; version?: undefined } | undefined> {
+  const record = await store.selectById({ ...options, lock: true });
+  return record && { record };
 }
 
 /** Every stored id is well-formed, so anything else is a 404 without asking the database. */

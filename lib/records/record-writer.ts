@@ -1,7 +1,6 @@
-import { RecordbaseError, ValidationError, type FieldError } from '../errors.js';
+import { ValidationError, type FieldError } from '../errors.js';
 import type { RecordStore, RecordValues, RelationRequirement } from '../db/record-store.js';
 import { uniqueViolationConstraint } from '../db/translate-database-error.js';
-import { StatementInterruptedError } from '../db/statement-interrupted-error.js';
 import { listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
@@ -35,25 +34,6 @@ export class RecordWriter {
   }
 
   /**
-   * The autocommit insert of a create that needs no transaction: its files, then one statement
-   * (insert); files are removed again when the insert was refused.
-   */
-  async insertAutocommit(store: RecordStore, collection: CollectionSchema, write: NormalizedWrite): Promise<RecordValues> {
-    const id = this.chooseId(write.data);
-    const values = this.validate(collection, write);
-    const written = await this.files.write(collection, id, keptUploads(collection, { id, values, write }));
-    try {
-      return await this.insert(store, collection, { id, values });
-    } catch (err) {
-      // A refused insert wrote nothing, nor did one never sent (its client left while the files
-      // were written); a lost connection leaves the outcome unknown (the row may exist).
-      if ((err instanceof RecordbaseError && err.status < 500) || (err instanceof StatementInterruptedError && !err.sent)) await this.files.discard(written);
-      else if (written.length > 0) this.files.keepUnknown(written);
-      throw err;
-    }
-  }
-
-  /**
    * Inserts a validated record with its relation check folded into the statement (`INSERT …
    * SELECT … WHERE EXISTS`). Only when it inserted nothing does a second query find which
    * relation is missing, for the same 422 as checkRelations gives; if none is (the target
@@ -72,7 +52,7 @@ export class RecordWriter {
     });
   }
 
-  /** Writes a write's new files and ties their fate to the unit: removed if it rolls back. */
+  /** Writes a write's new files and ties their fate to the unit: removed if it rolls back (an autocommit unit: if its statement was refused or never sent). */
   async writeFiles(unit: WriteUnit, collection: CollectionSchema, stored: StoredWrite): Promise<void> {
     const written = await this.files.write(collection, stored.id, keptUploads(collection, stored));
     if (written.length === 0) return;

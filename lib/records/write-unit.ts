@@ -1,4 +1,5 @@
 import type { RecordStore } from '../db/record-store.js';
+import { StatementInterruptedError } from '../db/statement-interrupted-error.js';
 import { RecordbaseError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
@@ -7,7 +8,8 @@ import type { Logger } from '../logger.js';
  * after its commit (removing replaced files, after-hooks, realtime messages) and what undoes its
  * side effects outside the database if it rolls back (files written for it). A single request's
  * write, a batch and a `records.api.transaction()` each run in one unit; every write inside uses
- * its `store`.
+ * its `store`. A write whose plan is `autocommit` or `versioned` runs in an autocommit unit
+ * (runAutocommit): no transaction, the same work after its statement commits.
  */
 export class WriteUnit {
   private readonly committed: (() => unknown)[] = [];
@@ -31,7 +33,7 @@ export class WriteUnit {
     this.uncertain.push(keep);
   }
 
-  /** @internal Called by runWriteUnit, and by an autocommit write once its one statement has committed (record-service.ts). */
+  /** @internal Called by runWriteUnit and runAutocommit once the outcome is known, and by a migration's transaction. */
   async settle(outcome: 'committed' | 'rolled-back' | 'unknown', logger: Logger): Promise<void> {
     if (outcome === 'rolled-back') {
       for (const undo of this.rolledBack) await undo();
@@ -75,5 +77,26 @@ export async function runWriteUnit<T>(store: RecordStore, work: (unit: WriteUnit
     throw err;
   }
   await unit!.settle('committed', logger);
+  return result;
+}
+
+/**
+ * Runs `work` as an autocommit unit (lib/records/write-plan.ts): its statements go to `store`
+ * outside any transaction, each committing on its own, and once `work` resolves the unit's
+ * after-commit work runs as after a commit. When `work` throws, its files are removed if no write
+ * can have reached the database (a client error, or a statement refused before it was sent), and
+ * kept otherwise: a statement lost on its way may have committed.
+ */
+export async function runAutocommit<T>(store: RecordStore, work: (unit: WriteUnit) => Promise<T>, logger: Logger): Promise<T> {
+  const unit = new WriteUnit(store);
+  let result: T;
+  try {
+    result = await work(unit);
+  } catch (err) {
+    const nothingWritten = (err instanceof RecordbaseError && err.status < 500) || (err instanceof StatementInterruptedError && !err.sent);
+    await unit.settle(nothingWritten ? 'rolled-back' : 'unknown', logger);
+    throw err;
+  }
+  await unit.settle('committed', logger);
   return result;
 }
