@@ -79,8 +79,8 @@ function findBinDir(explicit?: string): string | undefined {
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-/** Builds [file, args] running `bin` as the postgres OS user when we are root. */
-function asPostgres(binDir: string | undefined, bin: string, args: string[]): [string, string[]] {
+/** Builds [file, args] running `bin` as the postgres OS user when we are root (pgbouncer.ts runs PgBouncer so). */
+export function asPostgres(binDir: string | undefined, bin: string, args: string[]): [string, string[]] {
   const exe = binDir ? path.join(binDir, bin) : bin;
   return isRoot ? ['runuser', ['-u', 'postgres', '--', exe, ...args]] : [exe, args];
 }
@@ -115,8 +115,8 @@ async function run(binDir: string | undefined, bin: string, args: string[], extr
   }
 }
 
-/** Asks the kernel for a free port on 127.0.0.1. Racy by nature; callers retry if postgres cannot bind it. */
-function freePort(): Promise<number> {
+/** Asks the kernel for a free port on 127.0.0.1. Racy by nature; callers retry if their server cannot bind it. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
@@ -309,7 +309,7 @@ class Instance implements ThrowawayPostgres {
 
 let postgresIdsCache: [number, number] | undefined;
 /** uid/gid of the `postgres` OS user when root (so it can own the temp dir), else our own. */
-function postgresIds(): [number, number] {
+export function postgresIds(): [number, number] {
   if (!isRoot) return [process.getuid!(), process.getgid!()];
   if (!postgresIdsCache) {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8', timeout: 5_000 }).trim());
