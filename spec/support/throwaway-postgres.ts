@@ -32,6 +32,8 @@ export interface ThrowawayPostgres {
   readonly dataDir: string;
   /** Temp dir holding data dir, socket dir and server log; removed by destroy(). */
   readonly baseDir: string;
+  /** The server's log (pg_ctl -l), inside the temp dir; read it when a start or a test goes wrong. */
+  readonly logFile: string;
   /** Whether the server is currently running (as far as this handle knows). */
   readonly running: boolean;
   /** `pg_ctl stop -m fast -w`: terminates client connections, simulating a database outage. No-op if stopped. */
@@ -48,6 +50,12 @@ export interface ThrowawayPostgresOptions {
   binDir?: string;
   /** Extra `-c name=value` server settings appended to the defaults. */
   settings?: Record<string, string | number>;
+  /**
+   * Makes the data directory instead of initdb: a copy of another cluster (pg_basebackup, as a
+   * streaming replica does; see spec/support/replica.ts). Called once the temp dir exists and
+   * belongs to the `postgres` OS user; run the server's binaries with {@link runPostgresBinary}.
+   */
+  createDataDir?: (dataDir: string) => Promise<void>;
 }
 
 const CMD_TIMEOUT_MS = 30_000;
@@ -95,6 +103,15 @@ class CommandError extends Error {
     super(message);
     this.name = 'ThrowawayPostgresCommandError';
   }
+}
+
+/**
+ * Runs one of the server's binaries (pg_basebackup, psql, ...) from the same bin dir as the
+ * throwaway servers, as the `postgres` OS user when we are root; resolves its stdout, rejects
+ * with its stderr in the message.
+ */
+export function runPostgresBinary(bin: string, args: string[], options: { binDir?: string } = {}): Promise<string> {
+  return run(findBinDir(options.binDir), bin, args);
 }
 
 async function run(binDir: string | undefined, bin: string, args: string[], extra = ''): Promise<string> {
@@ -172,10 +189,11 @@ class Instance implements ThrowawayPostgres {
     }
   }
 
-  async initdb(): Promise<void> {
+  async initdb(createDataDir?: (dataDir: string) => Promise<void>): Promise<void> {
     await chown(this.baseDir, ...postgresIds());
     await mkdir(this.socketDir);
     await chown(this.socketDir, ...postgresIds());
+    if (createDataDir) return createDataDir(this.dataDir);
     await run(this.binDir, 'initdb', [
       '-D', this.dataDir,
       '-U', 'postgres',
@@ -333,7 +351,7 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   live.add(inst);
   installExitHook();
   try {
-    await inst.initdb();
+    await inst.initdb(options.createDataDir);
     await inst.firstStart();
   } catch (err) {
     await inst.destroy().catch(() => undefined);
