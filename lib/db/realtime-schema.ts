@@ -1,5 +1,4 @@
-import type { Knex } from 'knex';
-import { quoteIdent as q } from '../sql-fragment.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import {
   CAPTURE_DELETE_TRIGGER,
@@ -20,6 +19,7 @@ import {
   OUTBOX_TX_INDEX,
   TOPIC_KEYS_FUNCTION,
 } from './shared-names.js';
+import type { StatementRunner } from './statement-runner.js';
 import type { SchemaAddition } from './sync-database-schema.js';
 
 /**
@@ -70,7 +70,8 @@ END $do$`;
  * What each subscription of a client names before its first `/` or `?` (a collection's name or
  * id, as lib/realtime/parse-subscription.ts reads a topic), distinct. IMMUTABLE, so a generated
  * column can hold it; it reads nothing but its argument, and only pg_catalog's functions. `?` is
- * written `chr(63)`: Knex takes every `?` in a statement's text for a binding.
+ * written `chr(63)`: the send path (Knex's client.query) takes every `?` in a statement's text for a
+ * binding.
  */
 function topicKeysFunction(): string {
   return `CREATE OR REPLACE FUNCTION ${q(TOPIC_KEYS_FUNCTION)}("subscriptions" jsonb) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
@@ -167,9 +168,9 @@ END $do$`,
 }
 
 /** Whether realtime's capture function exists in the current schema (made by an instance with realtime on). */
-export async function hasCaptureFunction(db: Knex | Knex.Transaction): Promise<boolean> {
-  const result: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regprocedure(format('%I.%I()', current_schema(), ${literal(CAPTURE_FUNCTION)})) IS NOT NULL AS "found"`);
-  return result.rows[0]?.found === true;
+export async function hasCaptureFunction(runner: StatementRunner): Promise<boolean> {
+  const rows = await runner.rows<{ found: boolean }>(rawSql(`SELECT to_regprocedure(format('%I.%I()', current_schema(), ${literal(CAPTURE_FUNCTION)})) IS NOT NULL AS "found"`));
+  return rows[0]?.found === true;
 }
 
 /**

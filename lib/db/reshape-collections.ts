@@ -1,11 +1,11 @@
-import type { Knex } from 'knex';
 import { shortenIdentifier, type CollectionSchema } from '../schema/collection-schema.js';
 import type { AppliedCollection } from '../schema/plan-migration.js';
 import { columnDefinitionOf, storageKindOfType } from '../schema/storage-conversions.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
-import { quoteIdent as q } from '../sql-fragment.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import { META_TABLE } from './shared-names.js';
-import { planSchemaSync, readDatabaseState } from './sync-database-schema.js';
+import type { StatementRunner } from './statement-runner.js';
+import { findAppliedCollections, planSchemaSync, readDatabaseState, writeAppliedCollection } from './sync-database-schema.js';
 
 /**
  * The SQL of the migration helpers (lib/migrations/migration-context.ts): each reshapes one
@@ -22,36 +22,28 @@ export interface TableShape {
 }
 
 /** The table or view `name` of the current schema with its columns, or undefined. */
-export async function readTableShape(trx: Knex.Transaction, name: string): Promise<TableShape | undefined> {
-  const found: { rows: { relkind: string }[] } = await trx.raw(
-    `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ? AND c.relkind IN ('r', 'p', 'v', 'm')`,
-    [name],
-  );
-  const relkind = found.rows[0]?.relkind;
+export async function readTableShape(trx: StatementRunner, name: string): Promise<TableShape | undefined> {
+  const found = await trx.rows<{ relkind: string }>({
+    sql: `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ? AND c.relkind IN ('r', 'p', 'v', 'm')`,
+    bindings: [name],
+  });
+  const relkind = found[0]?.relkind;
   if (relkind === undefined) return undefined;
-  const rows: { column_name: string; data_type: string }[] = await trx.select('column_name', 'data_type').from('information_schema.columns').whereRaw('table_schema = current_schema()').where({ table_name: name });
+  const rows = await trx.rows<{ column_name: string; data_type: string }>({
+    sql: 'SELECT "column_name", "data_type" FROM "information_schema"."columns" WHERE table_schema = current_schema() AND "table_name" = ?',
+    bindings: [name],
+  });
   return { kind: relkind === 'v' || relkind === 'm' ? 'view' : 'table', columns: new Map(rows.map((row) => [row.column_name, row.data_type])) };
 }
 
 /** What META_TABLE records of every collection; empty where recordbase never synced this database. */
-export async function readAppliedCollections(trx: Knex.Transaction): Promise<Map<string, AppliedCollection>> {
-  if ((await readTableShape(trx, META_TABLE)) === undefined) return new Map();
-  const rows: { name: string; id: string; fields: AppliedCollection['fields'] }[] = await trx.select('name', 'id', 'fields').from(META_TABLE);
-  return new Map(rows.map((row) => [row.name, { id: row.id, fields: row.fields }]));
-}
-
-/** Replaces the record of one collection (`undefined`: removes it). */
-async function writeAppliedCollection(trx: Knex.Transaction, name: string, applied: AppliedCollection | undefined): Promise<void> {
-  if (applied === undefined) {
-    await trx.delete().from(META_TABLE).where({ name });
-    return;
-  }
-  await trx.insert({ name, id: applied.id, fields: JSON.stringify(applied.fields), updated: trx.fn.now() }).into(META_TABLE).onConflict('name').merge();
+export async function readAppliedCollections(trx: StatementRunner): Promise<Map<string, AppliedCollection>> {
+  return (await findAppliedCollections(trx)) ?? new Map();
 }
 
 /** Changes the recorded fields of `collection`, where it is recorded. */
 export async function updateAppliedFields(
-  trx: Knex.Transaction,
+  trx: StatementRunner,
   collection: string,
   change: (fields: AppliedCollection['fields']) => AppliedCollection['fields'],
 ): Promise<void> {
@@ -67,16 +59,16 @@ interface IndexShape {
   columns: string[];
 }
 
-async function readIndexes(trx: Knex.Transaction, table: string): Promise<IndexShape[]> {
-  const result: { rows: { name: string; method: string; unique: boolean; columns: string; natts: number }[] } = await trx.raw(
-    `SELECT i.relname AS "name", am.amname AS "method", ix.indisunique AS "unique", ix.indnatts AS "natts",
+async function readIndexes(trx: StatementRunner, table: string): Promise<IndexShape[]> {
+  const rows = await trx.rows<{ name: string; method: string; unique: boolean; columns: string; natts: number }>({
+    sql: `SELECT i.relname AS "name", am.amname AS "method", ix.indisunique AS "unique", ix.indnatts AS "natts",
        to_json(ARRAY(SELECT a.attname::text FROM unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
          JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum ORDER BY k.ord))::text AS "columns"
      FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_am am ON am.oid = i.relam
      WHERE ix.indrelid = to_regclass(format('%I.%I', current_schema(), ?::text)) AND NOT ix.indisprimary`,
-    [table],
-  );
-  return result.rows
+    bindings: [table],
+  });
+  return rows
     .map((row) => ({ name: row.name, method: row.method, unique: row.unique, columns: JSON.parse(row.columns) as string[], natts: row.natts }))
     .filter((index) => index.columns.length === index.natts);
 }
@@ -93,11 +85,11 @@ function generatedIndexName(table: string, index: Pick<IndexShape, 'method' | 'u
  * gives them, so that the sync does not build a second copy of each. `oldColumn` maps a column's
  * current name to the one it had. An index of any other name (the host's own) is left as it is.
  */
-async function renameGeneratedIndexes(trx: Knex.Transaction, options: { table: string; oldTable: string; oldColumn(column: string): string }): Promise<void> {
+async function renameGeneratedIndexes(trx: StatementRunner, options: { table: string; oldTable: string; oldColumn(column: string): string }): Promise<void> {
   for (const index of await readIndexes(trx, options.table)) {
     const before = generatedIndexName(options.oldTable, index, index.columns.map(options.oldColumn));
     const after = generatedIndexName(options.table, index, index.columns);
-    if (index.name === before && after !== before) await trx.raw(`ALTER INDEX ${q(before)} RENAME TO ${q(after)}`);
+    if (index.name === before && after !== before) await trx.query(rawSql(`ALTER INDEX ${q(before)} RENAME TO ${q(after)}`));
   }
 }
 
@@ -112,70 +104,53 @@ function primaryKeyName(table: string): string | undefined {
  * META_TABLE (the id stays: stored files are keyed by it). Triggers (realtime's capture), views
  * reading the table and the rows go with the table itself.
  */
-export async function renameCollectionTable(trx: Knex.Transaction, from: string, to: string): Promise<void> {
-  await trx.raw(`ALTER TABLE ${q(from)} RENAME TO ${q(to)}`);
+export async function renameCollectionTable(trx: StatementRunner, from: string, to: string): Promise<void> {
+  await trx.query(rawSql(`ALTER TABLE ${q(from)} RENAME TO ${q(to)}`));
   const [oldKey, newKey] = [primaryKeyName(from), primaryKeyName(to)];
   if (oldKey !== undefined && newKey !== undefined) {
-    const found: { rows: unknown[] } = await trx.raw(`SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(format('%I.%I', current_schema(), ?::text)) AND conname = ?`, [to, oldKey]);
-    if (found.rows.length > 0) await trx.raw(`ALTER TABLE ${q(to)} RENAME CONSTRAINT ${q(oldKey)} TO ${q(newKey)}`);
+    const found = await trx.rows({ sql: `SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(format('%I.%I', current_schema(), ?::text)) AND conname = ?`, bindings: [to, oldKey] });
+    if (found.length > 0) await trx.query(rawSql(`ALTER TABLE ${q(to)} RENAME CONSTRAINT ${q(oldKey)} TO ${q(newKey)}`));
   }
   await renameGeneratedIndexes(trx, { table: to, oldTable: from, oldColumn: (column) => column });
-  if ((await readTableShape(trx, META_TABLE)) !== undefined) await trx.update({ name: to, updated: trx.fn.now() }).table(META_TABLE).where({ name: from });
+  if ((await readTableShape(trx, META_TABLE)) !== undefined) {
+    await trx.query({ sql: `UPDATE ${q(META_TABLE)} SET "name" = ?, "updated" = CURRENT_TIMESTAMP WHERE "name" = ?`, bindings: [to, from] });
+  }
 }
 
 /** Renames a column, recordbase's indexes on it, and the field in META_TABLE. */
-export async function renameCollectionColumn(trx: Knex.Transaction, options: { table: string; from: string; to: string }): Promise<void> {
+export async function renameCollectionColumn(trx: StatementRunner, options: { table: string; from: string; to: string }): Promise<void> {
   const { table, from, to } = options;
-  await trx.raw(`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`);
+  await trx.query(rawSql(`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`));
   await renameGeneratedIndexes(trx, { table, oldTable: table, oldColumn: (column) => (column === to ? from : column) });
   await updateAppliedFields(trx, table, (fields) => fields.map((field) => (field.name === from ? { ...field, name: to } : field)));
 }
 
-/** SQL text with each `?` kept as it is: Knex reads a bare `?` of raw SQL as a binding (the jsonb operator, a regex). */
+/** SQL text with each `?` kept as it is: the send path reads a bare `?` as a binding (the jsonb operator, a regex). */
 function keepQuestionMarks(sql: string): string {
   return sql.replace(/\?/g, '\\?');
 }
 
 /** Stored values of `table` that fail `fits` (SQL), counted, with the smallest such record id. */
-export async function countUnfitValues(trx: Knex.Transaction, table: string, fits: string): Promise<{ count: number; example?: string }> {
-  const result: { rows: { n: number; example: string | null }[] } = await trx.raw(`SELECT count(*)::int AS "n", min("id") AS "example" FROM ${q(table)} WHERE NOT COALESCE((${keepQuestionMarks(fits)}), false)`);
-  const row = result.rows[0]!;
+export async function countUnfitValues(trx: StatementRunner, table: string, fits: string): Promise<{ count: number; example?: string }> {
+  const rows = await trx.rows<{ n: number; example: string | null }>(rawSql(`SELECT count(*)::int AS "n", min("id") AS "example" FROM ${q(table)} WHERE NOT COALESCE((${keepQuestionMarks(fits)}), false)`));
+  const row = rows[0]!;
   return { count: Number(row.n), ...(row.example !== null ? { example: row.example } : {}) };
 }
 
 /** One page of a column's values in id order, after the id `after`, each as the kind's row reader reads it. */
-export async function readColumnPage(trx: Knex.Transaction, options: { table: string; column: string; kind: StorageKind; after: string; limit: number }): Promise<{ id: string; value: unknown }[]> {
+export async function readColumnPage(trx: StatementRunner, options: { table: string; column: string; kind: StorageKind; after: string; limit: number }): Promise<{ id: string; value: unknown }[]> {
   const { table, column, kind } = options;
-  const rows: { id: string; value: unknown }[] = await trx.select('id', `${column} as value`).from(table).where('id', '>', options.after).orderBy('id').limit(options.limit);
+  const rows = await trx.rows<{ id: string; value: unknown }>({
+    sql: `SELECT "id", ${q(column)} AS "value" FROM ${q(table)} WHERE "id" > ? ORDER BY "id" ASC LIMIT ?`,
+    bindings: [options.after, options.limit],
+  });
   return rows.map((row) => ({ id: row.id, value: STORAGE_KINDS[kind].readColumn(row.value) }));
 }
 
 /** Sets a column to its kind's empty value in the records `ids`. */
-export async function clearColumnValues(trx: Knex.Transaction, options: { table: string; column: string; kind: StorageKind; ids: readonly string[] }): Promise<void> {
+export async function clearColumnValues(trx: StatementRunner, options: { table: string; column: string; kind: StorageKind; ids: readonly string[] }): Promise<void> {
   const spec = STORAGE_KINDS[options.kind];
-  await trx.raw(`UPDATE ${q(options.table)} SET ${q(options.column)} = CAST(? AS ${spec.bindCast}) WHERE "id" = ANY(?::text[])`, [spec.toColumn(spec.emptyValue()) as Knex.Value, [...options.ids]]);
-}
-
-/** The savepoint runUnderSavepoint takes: one at a time, as a migration's helpers run one after another. */
-const HELPER_SAVEPOINT = 'rb_migration_helper';
-
-/**
- * Runs `work` under a savepoint of the migration's transaction: when it throws, what it changed
- * is undone and the transaction stays usable, so a migration that catches a helper's refusal
- * goes on from where it was before the helper.
- */
-export async function runUnderSavepoint<T>(trx: Knex.Transaction, work: () => Promise<T>): Promise<T> {
-  await trx.raw(`SAVEPOINT ${HELPER_SAVEPOINT}`);
-  let result: T;
-  try {
-    result = await work();
-  } catch (error) {
-    await trx.raw(`ROLLBACK TO SAVEPOINT ${HELPER_SAVEPOINT}`);
-    await trx.raw(`RELEASE SAVEPOINT ${HELPER_SAVEPOINT}`);
-    throw error;
-  }
-  await trx.raw(`RELEASE SAVEPOINT ${HELPER_SAVEPOINT}`);
-  return result;
+  await trx.query({ sql: `UPDATE ${q(options.table)} SET ${q(options.column)} = CAST(? AS ${spec.bindCast}) WHERE "id" = ANY(?::text[])`, bindings: [spec.toColumn(spec.emptyValue()), [...options.ids]] });
 }
 
 /**
@@ -184,29 +159,29 @@ export async function runUnderSavepoint<T>(trx: Knex.Transaction, work: () => Pr
  * indexes on the column are dropped first (a partial index's predicate may not hold for the new
  * type); the schema sync that follows makes the ones the declaration asks for.
  */
-export async function changeColumnKind(trx: Knex.Transaction, options: { table: string; column: string; to: StorageKind; using: string }): Promise<void> {
+export async function changeColumnKind(trx: StatementRunner, options: { table: string; column: string; to: StorageKind; using: string }): Promise<void> {
   const { table, column } = options;
   for (const index of await readIndexes(trx, table)) {
-    if (index.columns.includes(column) && index.name === generatedIndexName(table, index, index.columns)) await trx.raw(`DROP INDEX ${q(index.name)}`);
+    if (index.columns.includes(column) && index.name === generatedIndexName(table, index, index.columns)) await trx.query(rawSql(`DROP INDEX ${q(index.name)}`));
   }
   const target = columnDefinitionOf(options.to);
   const c = q(column);
   const using = keepQuestionMarks(options.using);
   const value = target.defaultSql !== undefined && target.notNull ? `COALESCE((${using}), ${target.defaultSql})` : `(${using})`;
-  await trx.raw(`ALTER TABLE ${q(table)} ALTER COLUMN ${c} DROP DEFAULT, ALTER COLUMN ${c} DROP NOT NULL, ALTER COLUMN ${c} TYPE ${target.type} USING ${value}`);
+  await trx.query(rawSql(`ALTER TABLE ${q(table)} ALTER COLUMN ${c} DROP DEFAULT, ALTER COLUMN ${c} DROP NOT NULL, ALTER COLUMN ${c} TYPE ${target.type} USING ${value}`));
   const after = [...(target.defaultSql !== undefined ? [`ALTER COLUMN ${c} SET DEFAULT ${target.defaultSql}`] : []), ...(target.notNull ? [`ALTER COLUMN ${c} SET NOT NULL`] : [])];
-  if (after.length > 0) await trx.raw(`ALTER TABLE ${q(table)} ${after.join(', ')}`);
+  if (after.length > 0) await trx.query(rawSql(`ALTER TABLE ${q(table)} ${after.join(', ')}`));
 }
 
 /** Drops a column (its indexes go with it) and the field's record. A view that reads it makes Postgres refuse, naming the view. */
-export async function dropCollectionColumn(trx: Knex.Transaction, table: string, column: string): Promise<void> {
-  await trx.raw(`ALTER TABLE ${q(table)} DROP COLUMN ${q(column)}`);
+export async function dropCollectionColumn(trx: StatementRunner, table: string, column: string): Promise<void> {
+  await trx.query(rawSql(`ALTER TABLE ${q(table)} DROP COLUMN ${q(column)}`));
   await updateAppliedFields(trx, table, (fields) => fields.filter((field) => field.name !== column));
 }
 
 /** Drops a collection's table (or a view collection's view) and its record. A view that reads it makes Postgres refuse, naming the view. */
-export async function dropCollectionRelation(trx: Knex.Transaction, name: string, kind: TableShape['kind']): Promise<void> {
-  await trx.raw(`DROP ${kind === 'view' ? 'VIEW' : 'TABLE'} ${q(name)}`);
+export async function dropCollectionRelation(trx: StatementRunner, name: string, kind: TableShape['kind']): Promise<void> {
+  await trx.query(rawSql(`DROP ${kind === 'view' ? 'VIEW' : 'TABLE'} ${q(name)}`));
   if ((await readTableShape(trx, META_TABLE)) !== undefined) await writeAppliedCollection(trx, name, undefined);
 }
 
@@ -215,7 +190,7 @@ export async function dropCollectionRelation(trx: Knex.Transaction, name: string
  * whose table is gone loses its record, a field whose column is gone leaves it, and a field whose
  * column the SQL converted to the declared field's kind takes the declared type.
  */
-export async function reconcileAppliedCollections(trx: Knex.Transaction, declared: readonly CollectionSchema[]): Promise<void> {
+export async function reconcileAppliedCollections(trx: StatementRunner, declared: readonly CollectionSchema[]): Promise<void> {
   for (const [name, applied] of await readAppliedCollections(trx)) {
     const shape = await readTableShape(trx, name);
     if (shape === undefined) {
@@ -240,9 +215,9 @@ export async function reconcileAppliedCollections(trx: Knex.Transaction, declare
  * Throws the planner's SchemaError where a declaration cannot be applied yet. View collections wait
  * for the sync.
  */
-export async function addDeclaredTables(trx: Knex.Transaction, declared: readonly CollectionSchema[]): Promise<void> {
+export async function addDeclaredTables(trx: StatementRunner, declared: readonly CollectionSchema[]): Promise<void> {
   const tables = declared.filter((c) => c.type !== 'view');
   const plan = planSchemaSync(tables, await readDatabaseState(trx, tables.map((c) => c.table)));
-  for (const statement of plan.statements) await trx.raw(statement);
+  for (const statement of plan.statements) await trx.query(rawSql(statement));
   for (const [name, applied] of plan.applied) await writeAppliedCollection(trx, name, applied);
 }

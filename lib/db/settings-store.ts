@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
+import { quoteIdent as q } from '../sql-fragment.js';
 import { SETTINGS_TABLE } from './shared-names.js';
+import { StatementRunner } from './statement-runner.js';
 
 /**
  * One shared value in `_recordbase_settings`, read and created the same way by every instance on
@@ -20,20 +22,21 @@ export interface SharedSetting {
 
 /** The shared setting `key` on `db`. */
 export function openSharedSetting(db: Knex, key: string): SharedSetting {
+  const runner = new StatementRunner(db);
   const read = async (): Promise<string | undefined> => {
-    const row: { value: string } | undefined = await db.select('value').from(SETTINGS_TABLE).where({ key }).first();
-    return row?.value;
+    const rows = await runner.rows<{ value: string }>({ sql: `SELECT "value" FROM ${q(SETTINGS_TABLE)} WHERE "key" = ? LIMIT 1`, bindings: [key] });
+    return rows[0]?.value;
   };
   return {
     read,
     async claim(candidate: string): Promise<string> {
-      await db.insert({ key, value: candidate }).into(SETTINGS_TABLE).onConflict('key').ignore();
+      await runner.query({ sql: `INSERT INTO ${q(SETTINGS_TABLE)} ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, bindings: [key, candidate] });
       const stored = await read();
       if (stored === undefined) throw new Error(`the setting "${key}" vanished from ${SETTINGS_TABLE} right after it was stored`);
       return stored;
     },
     async remove(): Promise<void> {
-      await db.delete().from(SETTINGS_TABLE).where({ key });
+      await runner.query({ sql: `DELETE FROM ${q(SETTINGS_TABLE)} WHERE "key" = ?`, bindings: [key] });
     },
   };
 }

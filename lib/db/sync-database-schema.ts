@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { Logger } from '../logger.js';
-import { quoteIdent as q } from '../sql-fragment.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
 import { StatementRunner } from './statement-runner.js';
@@ -15,18 +15,31 @@ import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names
  * lock, so several instances starting together apply them once.
  */
 export interface SchemaAddition {
-  /** What to run now, given the declared collections; may read the database first (`trx`). */
-  statements(trx: Knex.Transaction, collections: readonly CollectionSchema[]): Promise<readonly string[]>;
+  /** What to run now, given the declared collections; may read the database first (`trx`, the sync's transaction). */
+  statements(trx: StatementRunner, collections: readonly CollectionSchema[]): Promise<readonly string[]>;
   /** A line logged (`info`) once the sync has committed: what this instance's choice means for the others. */
   readonly notice?: string;
 }
 
 /** Our bookkeeping rows (the collections as last synced), or none where META_TABLE does not exist yet. */
-async function readApplied(db: Knex | Knex.Transaction): Promise<Map<string, AppliedCollection> | undefined> {
-  const found: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regclass(format('%I.%I', current_schema(), ?::text)) IS NOT NULL AS "found"`, [META_TABLE]);
-  if (found.rows[0]?.found !== true) return undefined;
-  const rows: { name: string; id: string; fields: AppliedCollection['fields'] }[] = await db.select('name', 'id', 'fields').from(META_TABLE);
+export async function findAppliedCollections(runner: StatementRunner): Promise<Map<string, AppliedCollection> | undefined> {
+  const found = await runner.rows<{ found: boolean }>({ sql: `SELECT to_regclass(format('%I.%I', current_schema(), ?::text)) IS NOT NULL AS "found"`, bindings: [META_TABLE] });
+  if (found[0]?.found !== true) return undefined;
+  const rows = await runner.rows<{ name: string; id: string; fields: AppliedCollection['fields'] }>(rawSql(`SELECT "name", "id", "fields" FROM ${q(META_TABLE)}`));
   return new Map(rows.map((row) => [row.name, { id: row.id, fields: row.fields }]));
+}
+
+/** Writes what recordbase records of one collection in META_TABLE (`undefined`: removes it). */
+export async function writeAppliedCollection(runner: StatementRunner, name: string, applied: AppliedCollection | undefined): Promise<void> {
+  if (applied === undefined) {
+    await runner.query({ sql: `DELETE FROM ${q(META_TABLE)} WHERE "name" = ?`, bindings: [name] });
+    return;
+  }
+  await runner.query({
+    sql: `INSERT INTO ${q(META_TABLE)} ("fields", "id", "name", "updated") VALUES (?, ?, ?, CURRENT_TIMESTAMP)
+      ON CONFLICT ("name") DO UPDATE SET "fields" = EXCLUDED."fields", "id" = EXCLUDED."id", "name" = EXCLUDED."name", "updated" = EXCLUDED."updated"`,
+    bindings: [JSON.stringify(applied.fields), applied.id, name],
+  });
 }
 
 /**
@@ -34,15 +47,17 @@ async function readApplied(db: Knex | Knex.Transaction): Promise<Map<string, App
  * declared `tables`, the columns of the tables the bookkeeping knows (a collection a newer release
  * declares), so that the planner can name what it leaves alone; no other table is looked at.
  */
-export async function readDatabaseState(db: Knex | Knex.Transaction, tables: readonly string[]): Promise<DatabaseState> {
-  const applied = await readApplied(db);
+export async function readDatabaseState(runner: StatementRunner, tables: readonly string[]): Promise<DatabaseState> {
+  const applied = await findAppliedCollections(runner);
   const names = [...new Set([...tables, ...(applied?.keys() ?? [])])];
-  const columns: { table_name: string; column_name: string; data_type: string }[] = await db
-    .select('table_name', 'column_name', 'data_type')
-    .from('information_schema.columns')
-    .whereRaw('table_schema = current_schema()')
-    .whereIn('table_name', [...names, META_TABLE, SETTINGS_TABLE]);
-  const views: { table_name: string }[] = await db.select('table_name').from('information_schema.views').whereRaw('table_schema = current_schema()').whereIn('table_name', names);
+  const columns = await runner.rows<{ table_name: string; column_name: string; data_type: string }>({
+    sql: 'SELECT "table_name", "column_name", "data_type" FROM "information_schema"."columns" WHERE table_schema = current_schema() AND "table_name" = ANY(?::text[])',
+    bindings: [[...names, META_TABLE, SETTINGS_TABLE]],
+  });
+  const views = await runner.rows<{ table_name: string }>({
+    sql: 'SELECT "table_name" FROM "information_schema"."views" WHERE table_schema = current_schema() AND "table_name" = ANY(?::text[])',
+    bindings: [names],
+  });
   const state: DatabaseState = {
     tables: new Map(),
     views: new Set(views.map((row) => row.table_name)),
@@ -62,7 +77,7 @@ export async function readDatabaseState(db: Knex | Knex.Transaction, tables: rea
     table.set(row.column_name, row.data_type);
     state.tables.set(row.table_name, table);
   }
-  const indexes: { indexname: string }[] = await db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()');
+  const indexes = await runner.rows<{ indexname: string }>(rawSql('SELECT "indexname" FROM "pg_indexes" WHERE schemaname = current_schema()'));
   for (const row of indexes) state.indexes.add(row.indexname);
   return state;
 }
@@ -91,7 +106,7 @@ export function planSchemaSync(collections: readonly CollectionSchema[], state: 
 
 /** The plan for the current database, without changing anything (`recordbase migrate --dry-run`). */
 export async function planDatabaseSync(db: Knex, collections: readonly CollectionSchema[]): Promise<MigrationPlan> {
-  return planSchemaSync(collections, await readDatabaseState(db, collections.map((c) => c.table)));
+  return planSchemaSync(collections, await readDatabaseState(new StatementRunner(db), collections.map((c) => c.table)));
 }
 
 /** What a sync did: the plan it applied (the views' DDL included), and the view collections completed with their fields. */
@@ -113,24 +128,27 @@ export async function syncDatabaseSchema(
   options: { additions?: readonly SchemaAddition[]; logger?: Pick<Logger, 'info'> } = {},
 ): Promise<SchemaSync> {
   const additions = options.additions ?? [];
-  const plan = await db.transaction(async (trx): Promise<SchemaSync> => {
-    await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
-    const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
-    for (const statement of plan.statements) await trx.raw(statement);
-    for (const [name, applied] of plan.applied) {
-      await trx
-        .insert({ name, id: applied.id, fields: JSON.stringify(applied.fields), updated: trx.fn.now() })
-        .into(META_TABLE)
-        .onConflict('name')
-        .merge();
-    }
+  const plan = await new StatementRunner(db).transaction(async (trx): Promise<SchemaSync> => {
+    const plan = await applyTablePlan(trx, collections);
     const views = await syncViews(trx, collections);
-    for (const addition of additions) for (const statement of await addition.statements(trx, collections)) await trx.raw(statement);
+    for (const addition of additions) for (const statement of await addition.statements(trx, collections)) await trx.query(rawSql(statement));
     return { statements: [...plan.statements, ...views.statements], applied: plan.applied, undeclared: plan.undeclared, views: views.views };
   });
   const leftAlone = describeUndeclared(plan.undeclared);
   if (leftAlone !== undefined) options.logger?.info(leftAlone);
   for (const addition of additions) if (addition.notice !== undefined) options.logger?.info(addition.notice);
+  return plan;
+}
+
+/**
+ * Under the schema lock (released with `trx`), the collections' tables and our bookkeeping as
+ * declared: the plan against the database as it is, run, and each collection's record written.
+ */
+async function applyTablePlan(trx: StatementRunner, collections: readonly CollectionSchema[]): Promise<MigrationPlan> {
+  await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+  const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
+  for (const statement of plan.statements) await trx.query(rawSql(statement));
+  for (const [name, applied] of plan.applied) await writeAppliedCollection(trx, name, applied);
   return plan;
 }
 
@@ -146,10 +164,8 @@ export async function previewViewCollections(db: Knex, collections: readonly Col
   if (!collections.some((c) => c.type === 'view')) return new Map();
   let views: ReadonlyMap<string, CollectionSchema> = new Map();
   try {
-    await db.transaction(async (trx) => {
-      await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
-      const plan = planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table)));
-      for (const statement of plan.statements) await trx.raw(statement);
+    await new StatementRunner(db).transaction(async (trx) => {
+      await applyTablePlan(trx, collections);
       views = (await syncViews(trx, collections)).views;
       throw ROLLBACK;
     });

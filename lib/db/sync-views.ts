@@ -1,9 +1,9 @@
-import type { Knex } from 'knex';
 import { SchemaError } from '../errors.js';
-import { quoteIdent as q } from '../sql-fragment.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { inferViewCollection, viewSelectSql, wrapViewQuery, type ReadColumn, type ViewColumn } from '../schema/view-schema.js';
 import { readColumnOrigins, readsWholeRows } from './read-query-origins.js';
+import type { StatementRunner } from './statement-runner.js';
 
 /**
  * The temporary view a query is asked about: temporary objects belong to the session, so this
@@ -27,7 +27,7 @@ export interface ViewSync {
  * declared before it. Other database objects that depend on one of them make the drop fail, and
  * the sync with it, naming the view: recordbase drops nothing it did not make.
  */
-export async function syncViews(trx: Knex.Transaction, collections: readonly CollectionSchema[]): Promise<ViewSync> {
+export async function syncViews(trx: StatementRunner, collections: readonly CollectionSchema[]): Promise<ViewSync> {
   const views = collections.filter((c) => c.type === 'view');
   if (views.length === 0) return { views: new Map(), statements: [] };
   const existing = await readExistingViews(trx, views);
@@ -44,13 +44,13 @@ export async function syncViews(trx: Knex.Transaction, collections: readonly Col
 }
 
 /** The declared views that exist as views; a declared view whose name a table (or anything else) holds is refused. */
-async function readExistingViews(trx: Knex.Transaction, views: readonly CollectionSchema[]): Promise<Set<string>> {
-  const result: { rows: { relname: string; relkind: string }[] } = await trx.raw(
-    `SELECT c.relname, c.relkind::text AS relkind FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(?::text[])`,
-    [views.map((v) => v.table)],
-  );
+async function readExistingViews(trx: StatementRunner, views: readonly CollectionSchema[]): Promise<Set<string>> {
+  const rows = await trx.rows<{ relname: string; relkind: string }>({
+    sql: `SELECT c.relname, c.relkind::text AS relkind FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(?::text[])`,
+    bindings: [views.map((v) => v.table)],
+  });
   const existing = new Set<string>();
-  for (const row of result.rows) {
+  for (const row of rows) {
     if (row.relkind !== 'v') {
       throw new SchemaError(`collection "${row.relname}": a view collection needs its name free, but a table (or other relation) "${row.relname}" exists; recordbase never drops it (rename or drop it in a migration)`);
     }
@@ -63,7 +63,7 @@ async function readExistingViews(trx: Knex.Transaction, views: readonly Collecti
  * Infers each view in order. `create: false` compares each with the view in place and stops
  * (undefined) at the first that differs; `create: true` makes each (the old ones are gone).
  */
-async function inferViews(trx: Knex.Transaction, options: { views: readonly CollectionSchema[]; collections: readonly CollectionSchema[]; create: boolean }): Promise<ViewSync | undefined> {
+async function inferViews(trx: StatementRunner, options: { views: readonly CollectionSchema[]; collections: readonly CollectionSchema[]; create: boolean }): Promise<ViewSync | undefined> {
   const done = new Map<string, CollectionSchema>();
   const declared = new Map(options.collections.map((c) => [c.table, c]));
   const statements: string[] = [];
@@ -99,69 +99,70 @@ interface ProbedQuery {
  * Makes `select` a temporary view, reads what Postgres knows of it, and drops it. A query that
  * does not run is the view collection's SchemaError, with Postgres's message.
  */
-async function probeQuery(trx: Knex.Transaction, view: CollectionSchema, select: string): Promise<ProbedQuery> {
+async function probeQuery(trx: StatementRunner, view: CollectionSchema, select: string): Promise<ProbedQuery> {
   await runOrExplain(trx, `CREATE TEMPORARY VIEW ${q(PROBE_VIEW)} AS ${select}`, (message) => `collection "${view.name}": its viewQuery does not run: ${message}`);
   const oid = `to_regclass('pg_temp.${PROBE_VIEW}')`;
-  const columns: { rows: { name: string; type: string; position: number }[] } = await trx.raw(
-    `SELECT a.attname AS name, format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS type, a.attnum::int AS position
+  const columns = await trx.rows<{ name: string; type: string; position: number }>(
+    rawSql(`SELECT a.attname AS name, format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL) AS type, a.attnum::int AS position
      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-     WHERE a.attrelid = ${oid} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+     WHERE a.attrelid = ${oid} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`),
   );
-  const rule: { rows: { tree: string }[] } = await trx.raw(`SELECT ev_action::text AS tree FROM pg_rewrite WHERE ev_class = ${oid} AND rulename = '_RETURN'`);
-  const origins = readColumnOrigins(rule.rows[0]?.tree ?? '()').filter((o) => o.table !== 0);
-  const named: { rows: { position: number; relname: string; attname: string }[] } = await trx.raw(
-    `SELECT o.position::int AS position, c.relname, a.attname
+  const rule = await trx.rows<{ tree: string }>(rawSql(`SELECT ev_action::text AS tree FROM pg_rewrite WHERE ev_class = ${oid} AND rulename = '_RETURN'`));
+  const origins = readColumnOrigins(rule[0]?.tree ?? '()').filter((o) => o.table !== 0);
+  const named = await trx.rows<{ position: number; relname: string; attname: string }>({
+    sql: `SELECT o.position::int AS position, c.relname, a.attname
      FROM unnest(?::int[], ?::oid[], ?::int[]) AS o(position, tbl, col)
      JOIN pg_class c ON c.oid = o.tbl JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = o.col
      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
-    [origins.map((o) => o.position), origins.map((o) => o.table), origins.map((o) => o.column)],
-  );
+    bindings: [origins.map((o) => o.position), origins.map((o) => o.table), origins.map((o) => o.column)],
+  });
   // The rule depends on each relation it reads, and on each of their columns it reads anywhere in the query (refobjsubid).
-  const depends: { rows: { relname: string; attname: string | null }[] } = await trx.raw(
-    `SELECT DISTINCT c.relname, a.attname FROM pg_rewrite r
+  const depends = await trx.rows<{ relname: string; attname: string | null }>(
+    rawSql(`SELECT DISTINCT c.relname, a.attname FROM pg_rewrite r
      JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
      JOIN pg_class c ON c.oid = d.refobjid
      LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.refobjsubid AND d.refobjsubid > 0
-     WHERE r.ev_class = ${oid} AND c.oid <> ${oid} AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+     WHERE r.ev_class = ${oid} AND c.oid <> ${oid} AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`),
   );
-  await trx.raw(`DROP VIEW ${q(PROBE_VIEW)}`);
-  const sources = new Map(named.rows.map((row) => [row.position, { table: row.relname, column: row.attname }]));
-  const relations = [...new Set(depends.rows.map((row) => row.relname))];
-  const wholeRows = readsWholeRows(rule.rows[0]?.tree ?? '()');
+  await trx.query(rawSql(`DROP VIEW ${q(PROBE_VIEW)}`));
+  const sources = new Map(named.map((row) => [row.position, { table: row.relname, column: row.attname }]));
+  const relations = [...new Set(depends.map((row) => row.relname))];
+  const wholeRows = readsWholeRows(rule[0]?.tree ?? '()');
   return {
-    columns: columns.rows.map((row) => ({ name: row.name, dataType: row.type, ...(sources.has(row.position) ? { source: sources.get(row.position)! } : {}) })),
+    columns: columns.map((row) => ({ name: row.name, dataType: row.type, ...(sources.has(row.position) ? { source: sources.get(row.position)! } : {}) })),
     relations,
-    reads: wholeRows ? relations.map((table) => ({ table })) : depends.rows.flatMap((row) => (row.attname === null ? [] : [{ table: row.relname, column: row.attname }])),
+    reads: wholeRows ? relations.map((table) => ({ table })) : depends.flatMap((row) => (row.attname === null ? [] : [{ table: row.relname, column: row.attname }])),
   };
 }
 
 /** Whether the view in place reads exactly as `select` would (both as Postgres prints them back). */
-async function isSameView(trx: Knex.Transaction, view: CollectionSchema, select: string): Promise<boolean> {
+async function isSameView(trx: StatementRunner, view: CollectionSchema, select: string): Promise<boolean> {
   await executeDdl(trx, `CREATE TEMPORARY VIEW ${q(PROBE_VIEW)} AS ${select}`);
-  const result: { rows: { same: boolean }[] } = await trx.raw(
-    `SELECT pg_get_viewdef(to_regclass('pg_temp.${PROBE_VIEW}')) = pg_get_viewdef(to_regclass(format('%I.%I', current_schema(), ?::text))) AS same`,
-    [view.table],
-  );
-  await trx.raw(`DROP VIEW ${q(PROBE_VIEW)}`);
-  return result.rows[0]?.same === true;
+  const same = await trx.rows<{ same: boolean }>({
+    sql: `SELECT pg_get_viewdef(to_regclass('pg_temp.${PROBE_VIEW}')) = pg_get_viewdef(to_regclass(format('%I.%I', current_schema(), ?::text))) AS same`,
+    bindings: [view.table],
+  });
+  await trx.query(rawSql(`DROP VIEW ${q(PROBE_VIEW)}`));
+  return same[0]?.same === true;
 }
 
 /** Runs DDL whose failure is the definition's fault: the database's message becomes a SchemaError. */
-async function runOrExplain(trx: Knex.Transaction, statement: string, explain: (message: string) => string): Promise<void> {
+async function runOrExplain(trx: StatementRunner, statement: string, explain: (message: string) => string): Promise<void> {
   try {
     await executeDdl(trx, statement);
   } catch (err) {
-    // Knex prefixes the statement's text: the database's own message is what follows it.
-    throw new SchemaError(explain(err instanceof Error ? err.message.replace(/^[\s\S]*? - /, '') : String(err)));
+    // node-postgres's error: its message is the database's own (the send path adds no statement text to it).
+    throw new SchemaError(explain(err instanceof Error ? err.message : String(err)));
   }
 }
 
 /**
- * Runs a statement that holds the host's SQL as a bound value, executed by the database: Knex
- * rewrites every `?` of a statement's text into a parameter (and a backslash before one away), so
- * a view reading a jsonb `?` operator or a `'\\?'` pattern would not reach Postgres as written.
+ * Runs a statement that holds the host's SQL as a bound value, executed by the database: the send
+ * path rewrites every `?` of a statement's text into a parameter (and a backslash before one
+ * away), so a view reading a jsonb `?` operator or a `'\\?'` pattern would not reach Postgres as
+ * written.
  */
-async function executeDdl(trx: Knex.Transaction, statement: string): Promise<void> {
-  await trx.raw(`SELECT set_config('recordbase.view_statement', ?, true)`, [statement]);
-  await trx.raw(`DO $do$ BEGIN EXECUTE current_setting('recordbase.view_statement'); END $do$`);
+async function executeDdl(trx: StatementRunner, statement: string): Promise<void> {
+  await trx.query({ sql: `SELECT set_config('recordbase.view_statement', ?, true)`, bindings: [statement] });
+  await trx.query(rawSql(`DO $do$ BEGIN EXECUTE current_setting('recordbase.view_statement'); END $do$`));
 }

@@ -434,6 +434,7 @@ describe.each(testEngines())('view collections and the schema sync on %s', (engi
   test.each([
     ['no id column', 'SELECT p.title FROM posts p', /collection "v": its viewQuery has no "id" column, which every view needs/],
     ['SQL the database refuses', 'SELECT p.id FROM nowhere p', /collection "v": its viewQuery does not run: relation "nowhere" does not exist/],
+    ['a message holding " - "', 'SELECT p.id, p.title - 1 AS n FROM posts p', /collection "v": its viewQuery does not run: operator does not exist: text - integer/],
     ['a second statement', 'SELECT p.id FROM posts p; DROP TABLE posts', /collection "v": its viewQuery does not run: syntax error/],
     ['an unnameable column', 'SELECT p.id, 1 + 1 FROM posts p', /collection "v": the viewQuery's column "\?column\?" cannot be a field name/],
     ['a record key as a column', 'SELECT p.id, p.title AS expand FROM posts p', /collection "v": the viewQuery's column "expand" has the name of a record key/],
