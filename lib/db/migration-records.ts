@@ -1,8 +1,8 @@
 import { types } from 'node:util';
-import type { Knex } from 'knex';
-import { quoteIdent as q } from '../sql-fragment.js';
+import { quoteIdent as q, rawSql } from '../sql-fragment.js';
 import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import { StatementRunner } from './statement-runner.js';
+import { timestamptzAsDate } from './run-host-sql.js';
+import type { StatementRunner } from './statement-runner.js';
 import { MIGRATIONS_TABLE, SCHEMA_SYNC_LOCK_KEY } from './shared-names.js';
 
 /** A row of MIGRATIONS_TABLE: a migration applied to this database. */
@@ -19,39 +19,40 @@ export interface AppliedMigration {
  * instance syncs or migrates meanwhile), with MIGRATIONS_TABLE made first where it is missing.
  * The lock is released with the transaction: on commit, rollback or a lost connection.
  */
-export async function inSchemaLockedTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return db.transaction(async (trx) => {
-    await waitForAdvisoryXactLock(new StatementRunner(trx), SCHEMA_SYNC_LOCK_KEY);
-    await trx.raw(`CREATE TABLE IF NOT EXISTS ${q(MIGRATIONS_TABLE)} ("name" text PRIMARY KEY, "applied_at" timestamptz NOT NULL DEFAULT now(), "checksum" text NOT NULL DEFAULT '')`);
+export async function inSchemaLockedTransaction<T>(runner: StatementRunner, work: (trx: StatementRunner) => Promise<T>): Promise<T> {
+  return runner.transaction(async (trx) => {
+    await waitForAdvisoryXactLock(trx, SCHEMA_SYNC_LOCK_KEY);
+    await trx.query(rawSql(`CREATE TABLE IF NOT EXISTS ${q(MIGRATIONS_TABLE)} ("name" text PRIMARY KEY, "applied_at" timestamptz NOT NULL DEFAULT now(), "checksum" text NOT NULL DEFAULT '')`));
     return work(trx);
   });
 }
 
 /** The migrations applied to the database, oldest first; none where the table does not exist yet (reading creates nothing). */
-export async function readAppliedMigrations(db: Knex | Knex.Transaction): Promise<AppliedMigration[]> {
-  const exists: { rows: { found: boolean }[] } = await db.raw(`SELECT to_regclass(format('%I.%I', current_schema(), ?::text)) IS NOT NULL AS "found"`, [MIGRATIONS_TABLE]);
-  if (exists.rows[0]?.found !== true) return [];
-  const rows: { name: string; applied_at: unknown; checksum: string }[] = await db.select('name', 'applied_at', 'checksum').from(MIGRATIONS_TABLE).orderBy([{ column: 'applied_at' }, { column: 'name' }]);
+export async function readAppliedMigrations(runner: StatementRunner): Promise<AppliedMigration[]> {
+  const exists = await runner.rows<{ found: boolean }>({ sql: `SELECT to_regclass(format('%I.%I', current_schema(), ?::text)) IS NOT NULL AS "found"`, bindings: [MIGRATIONS_TABLE] });
+  if (exists[0]?.found !== true) return [];
+  const rows = await runner.rows<{ name: string; applied_at: unknown; checksum: string }>(rawSql(`SELECT "name", "applied_at", "checksum" FROM ${q(MIGRATIONS_TABLE)} ORDER BY "applied_at" ASC, "name" ASC`));
   return rows.map((row) => ({ name: row.name, appliedAt: toIsoString(row.applied_at), checksum: row.checksum }));
 }
 
 /** Whether `name` is applied, read inside the locked transaction (another instance may have applied it a moment ago). */
-export async function isMigrationApplied(trx: Knex.Transaction, name: string): Promise<boolean> {
-  const row: unknown = await trx.first('name').from(MIGRATIONS_TABLE).where({ name });
-  return row !== undefined;
+export async function isMigrationApplied(trx: StatementRunner, name: string): Promise<boolean> {
+  const rows = await trx.rows({ sql: `SELECT "name" FROM ${q(MIGRATIONS_TABLE)} WHERE "name" = ? LIMIT 1`, bindings: [name] });
+  return rows.length > 0;
 }
 
 /** Records `name` as applied, in the migration's own transaction. */
-export async function recordAppliedMigration(trx: Knex.Transaction, migration: { name: string; checksum: string }): Promise<void> {
-  await trx.insert({ name: migration.name, checksum: migration.checksum }).into(MIGRATIONS_TABLE);
+export async function recordAppliedMigration(trx: StatementRunner, migration: { name: string; checksum: string }): Promise<void> {
+  await trx.query({ sql: `INSERT INTO ${q(MIGRATIONS_TABLE)} ("checksum", "name") VALUES (?, ?)`, bindings: [migration.checksum, migration.name] });
 }
 
 /** Removes the record of `name` (its `down` ran), in the same transaction as the `down`. */
-export async function forgetAppliedMigration(trx: Knex.Transaction, name: string): Promise<void> {
-  await trx.delete().from(MIGRATIONS_TABLE).where({ name });
+export async function forgetAppliedMigration(trx: StatementRunner, name: string): Promise<void> {
+  await trx.query({ sql: `DELETE FROM ${q(MIGRATIONS_TABLE)} WHERE "name" = ?`, bindings: [name] });
 }
 
-/** The driver's timestamptz (a Date, maybe of the embedded engine's worker realm, or text) as ISO 8601. */
+/** A timestamptz as the send path reads it (record-format text for a UTC one, else a Date) as ISO 8601. */
 function toIsoString(value: unknown): string {
-  return (types.isDate(value) ? value : new Date(String(value))).toISOString();
+  const date = timestamptzAsDate(value);
+  return (types.isDate(date) ? date : new Date(String(date))).toISOString();
 }

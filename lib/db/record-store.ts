@@ -153,7 +153,7 @@ export interface RelationRequirement {
  */
 export class RecordStore {
   constructor(
-    private readonly db: Knex | Knex.Transaction,
+    private readonly db: Knex,
     /** What bounds every statement of this store (lib/db/bound-statements.ts); none: unbounded (start-up, the sweep). */
     readonly context?: DatabaseContext,
     /** The connection of this store's own transaction (transaction()), which every statement then uses. */
@@ -171,17 +171,14 @@ export class RecordStore {
   }
 
   /**
-   * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws.
-   * A bounded store's transaction is recordbase's own on one connection (runTransaction); without
-   * bounds (start-up, the sweep), or inside a host's Knex transaction (a migration's), it is
-   * Knex's (a savepoint there). Units join their transaction rather than open another, so a store
-   * of a transaction never opens one.
+   * Runs `work` in one transaction, recordbase's own on one connection (runTransaction), bounded by
+   * this store's context (none: unbounded, as at start-up and in the sweep); it commits when `work`
+   * resolves and rolls back when it throws. Units join their transaction rather than open another,
+   * so a store of a transaction (a migration's among them) never opens one.
    */
   transaction<T>(work: (store: RecordStore) => Promise<T>): Promise<T> {
     if (this.held !== undefined) throw new Error('recordbase: a store of a transaction cannot open another; join it instead');
-    const db = this.db;
-    if (this.context === undefined || (db as Knex.Transaction).isTransaction) return db.transaction((trx) => work(new RecordStore(trx, this.context)));
-    const context = this.context;
+    const { db, context } = this;
     return runTransaction(db, context, (held) => work(new RecordStore(db, context, held)));
   }
 

@@ -12,8 +12,8 @@ import { runStatement, runTransaction, type HeldConnection, type Statement, type
  */
 export class StatementRunner {
   constructor(
-    /** The Knex whose pool the connections come from (a Knex transaction only while callers move over: issue 42, step 3). */
-    readonly db: Knex | Knex.Transaction,
+    /** The Knex whose pool the connections come from. */
+    readonly db: Knex,
     /** What bounds every statement (lib/db/database-context.ts); none: unbounded. */
     readonly context?: DatabaseContext,
     /** Set on a transaction's runner: every statement runs on that connection. */

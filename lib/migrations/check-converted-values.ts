@@ -5,8 +5,8 @@
  * converted value is checked the way a write to the field is, and none the type would refuse
  * is served afterwards.
  */
-import type { Knex } from 'knex';
 import { clearColumnValues, readColumnPage } from '../db/reshape-collections.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 import { ValidationError } from '../errors.js';
 import { compileValidator } from '../records/validate-record.js';
 import type { CollectionSchema, DeclaredFieldSchema } from '../schema/collection-schema.js';
@@ -32,7 +32,7 @@ export interface RefusedValues {
  * every name, which no upload made. With `clear`, each refused value becomes the empty value.
  */
 export async function checkConvertedValues(
-  trx: Knex.Transaction,
+  trx: StatementRunner,
   options: { collection: CollectionSchema; field: DeclaredFieldSchema; storedNames: boolean; clear: boolean },
 ): Promise<RefusedValues> {
   const { collection, field } = options;

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import {
   addDeclaredTables,
   changeColumnKind,
@@ -10,10 +9,11 @@ import {
   reconcileAppliedCollections,
   renameCollectionColumn,
   renameCollectionTable,
-  runUnderSavepoint,
   updateAppliedFields,
   type TableShape,
 } from '../db/reshape-collections.js';
+import { runHostSql } from '../db/run-host-sql.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 import { SchemaError } from '../errors.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { SYSTEM_FIELD_NAMES } from '../schema/collection-schema.js';
@@ -41,7 +41,7 @@ export interface MigrationRun {
  * makes every collection as declared. Elsewhere a helper naming what is not there is an error,
  * so a typo never passes for done.
  */
-export async function startMigration(trx: Knex.Transaction, options: { name: string; services: MigrationServices }): Promise<MigrationRun> {
+export async function startMigration(trx: StatementRunner, options: { name: string; services: MigrationServices }): Promise<MigrationRun> {
   const { name, services } = options;
   const declared = services.compiled.registry.collections;
   const fresh = (await readAppliedCollections(trx)).size === 0;
@@ -124,7 +124,8 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
         if (from !== target.storage) using = conversion.using(q(field));
       }
       const convert = using;
-      const refused = await runUnderSavepoint(trx, async () => {
+      // Under a savepoint: a migration that catches the refusal goes on from where it was before this helper.
+      const refused = await trx.transaction(async () => {
         if (convert !== undefined) await changeColumnKind(trx, { table: collection, column: field, to: target.storage, using: convert });
         const found = await checkConvertedValues(trx, { collection: declared, field: target, storedNames: recorded?.type === 'file', clear: invalid === 'clear' });
         if (found.count > 0 && invalid === 'fail') {
@@ -164,10 +165,9 @@ export async function startMigration(trx: Knex.Transaction, options: { name: str
 
     async sql(text, bindings) {
       if (typeof text !== 'string' || text.trim() === '') throw new TypeError('m.sql needs the SQL text');
-      const result: unknown = bindings === undefined ? await trx.raw(text) : await trx.raw(text, [...bindings] as Knex.RawBinding[]);
+      const rows = await runHostSql(trx, text, bindings);
       await reconcileAppliedCollections(trx, declared);
-      const last = Array.isArray(result) ? result.at(-1) : result;
-      return ((last as { rows?: Record<string, unknown>[] } | undefined)?.rows ?? []).slice();
+      return rows;
     },
 
     records: (collection) => records.collection(collection),

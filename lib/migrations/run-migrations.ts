@@ -7,6 +7,7 @@ import {
   recordAppliedMigration,
   type AppliedMigration,
 } from '../db/migration-records.js';
+import { StatementRunner } from '../db/statement-runner.js';
 import { RecordbaseError, SchemaError } from '../errors.js';
 import { loadMigrations, type LoadedMigration } from './load-migrations.js';
 import type { MigrationsOption } from './migration-definition.js';
@@ -23,22 +24,23 @@ import type { MigrationServices } from './transaction-records.js';
  */
 export async function applyPendingMigrations(db: Knex, options: { migrations: readonly LoadedMigration[]; services: MigrationServices }): Promise<string[]> {
   if (options.migrations.length === 0) return [];
-  const done = new Set((await readAppliedMigrations(db)).map((row) => row.name));
+  const runner = new StatementRunner(db);
+  const done = new Set((await readAppliedMigrations(runner)).map((row) => row.name));
   const applied: string[] = [];
   for (const migration of options.migrations) {
     if (done.has(migration.name)) continue;
-    const ran = await runInTransaction(db, { migration, services: options.services, direction: 'up' });
+    const ran = await runInTransaction(runner, { migration, services: options.services, direction: 'up' });
     if (ran) applied.push(migration.name);
   }
   return applied;
 }
 
 /** Runs one migration's `up` (unless applied meanwhile) or `down`, with its row written or removed in the same transaction. */
-async function runInTransaction(db: Knex, options: { migration: LoadedMigration; services: MigrationServices; direction: 'up' | 'down' }): Promise<boolean> {
+async function runInTransaction(runner: StatementRunner, options: { migration: LoadedMigration; services: MigrationServices; direction: 'up' | 'down' }): Promise<boolean> {
   const { migration, direction } = options;
   let run: MigrationRun | undefined;
   try {
-    const ran = await inSchemaLockedTransaction(db, async (trx) => {
+    const ran = await inSchemaLockedTransaction(runner, async (trx) => {
       if ((await isMigrationApplied(trx, migration.name)) !== (direction === 'down')) return false;
       run = await startMigration(trx, { name: migration.name, services: options.services });
       if (direction === 'up') {
@@ -87,7 +89,7 @@ export interface MigrationStatus {
 
 /** Every migration applied or pending, applied ones first in the order they were applied. Reads only. */
 export async function describeMigrations(db: Knex, migrations: readonly LoadedMigration[]): Promise<MigrationStatus[]> {
-  const applied = await readAppliedMigrations(db);
+  const applied = await readAppliedMigrations(new StatementRunner(db));
   const byName = new Map(migrations.map((m) => [m.name, m]));
   const done = new Set(applied.map((row) => row.name));
   return [
@@ -102,11 +104,12 @@ export async function describeMigrations(db: Knex, migrations: readonly LoadedMi
  * migrations, or when it has no `down`. Answers its name.
  */
 export async function revertLastMigration(db: Knex, options: { migrations: readonly LoadedMigration[]; services: MigrationServices }): Promise<string> {
-  const last: AppliedMigration | undefined = (await readAppliedMigrations(db)).at(-1);
+  const runner = new StatementRunner(db);
+  const last: AppliedMigration | undefined = (await readAppliedMigrations(runner)).at(-1);
   if (last === undefined) throw new Error('no migration has been applied to this database');
   const migration = options.migrations.find((m) => m.name === last.name);
   if (migration === undefined) throw new Error(`the last migration applied, "${last.name}", is not among the migrations (its file is gone); restore it to run its down`);
   if (migration.down === undefined) throw new Error(`migration "${last.name}" has no down; write one, or undo it in a new migration`);
-  if (!(await runInTransaction(db, { migration, services: options.services, direction: 'down' }))) throw new Error(`migration "${last.name}" was reverted meanwhile by another process`);
+  if (!(await runInTransaction(runner, { migration, services: options.services, direction: 'down' }))) throw new Error(`migration "${last.name}" was reverted meanwhile by another process`);
   return last.name;
 }

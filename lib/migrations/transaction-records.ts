@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
 import { RecordStore } from '../db/record-store.js';
+import type { StatementRunner } from '../db/statement-runner.js';
 import type { Storage } from '../files/storage.js';
 import type { Logger } from '../logger.js';
 import type { CompiledCollections } from '../records/compile-collections.js';
@@ -34,9 +34,9 @@ export interface TransactionRecords {
  * Hooks do not run: they belong to the app serving, and may reach outside the transaction.
  * `prepare` runs once, before the first call (the migration adds the declared columns there).
  */
-export function createTransactionRecords(trx: Knex.Transaction, options: { services: MigrationServices; prepare(): Promise<void> }): TransactionRecords {
+export function createTransactionRecords(trx: StatementRunner, options: { services: MigrationServices; prepare(): Promise<void> }): TransactionRecords {
   const { compiled, storage, logger, limits, tempDir } = options.services;
-  const store = new RecordStore(trx);
+  const store = RecordStore.on(trx);
   const unit = new WriteUnit(store);
   const scope = { open: true };
   let api: RecordsApi;

@@ -254,6 +254,38 @@ describe.each(testEngines())('migrations on %s', (engine) => {
     expect(listFilesUnder(path.join(dataDir, 'storage'))).toEqual(filesBefore);
   }, 60_000);
 
+  test('m.sql answers the rows of its statement (of the last one in a text of several) as node-postgres reads them: jsonb parsed, timestamptz a Date; `\\?` is a question mark; a binding count that does not match is refused before anything is sent', async () => {
+    const answers: Record<string, unknown>[][] = [];
+    let refusal: unknown;
+    const sqlMigration: Migration = {
+      name: '001_sql',
+      async up(m) {
+        answers.push(await m.sql(`SELECT ?::int AS "n", ?::jsonb AS "j", ?::timestamptz AS "t", '2024-05-06 07:08:09.123456+00'::timestamptz AS "fine", '{"a": 1}'::jsonb \\? 'a' AS "has", ?::text[] AS "list"`, [7, JSON.stringify({ a: [1, 'x'] }), '2024-01-02T03:04:05.678Z', ['p', 'q']]));
+        answers.push(await m.sql('CREATE TABLE "made" ("x" int, "at" timestamptz NOT NULL DEFAULT now()); INSERT INTO "made" ("x") VALUES (2), (1); SELECT "x" FROM "made" ORDER BY "x"'));
+        answers.push(await m.sql('UPDATE "made" SET "x" = "x" + ? WHERE "x" = ?', [10, 1]));
+        answers.push(await m.sql('SELECT "x", "at" FROM "made" WHERE "x" > ?', [5]));
+        refusal = await m.sql('SELECT ? AS "a"', [1, 2]).catch((error: unknown) => error);
+        answers.push(await m.sql('DROP TABLE "made"'));
+      },
+    };
+    const router = await start(db, dataDir, { collections: releaseOne(), migrations: [sqlMigration] });
+    try {
+      await router.router.ready;
+    } finally {
+      await router.close();
+    }
+    expect(answers[0]).toEqual([{ n: 7, j: { a: [1, 'x'] }, t: new Date('2024-01-02T03:04:05.678Z'), fine: new Date('2024-05-06T07:08:09.123Z'), has: true, list: ['p', 'q'] }]);
+    expect(answers[1]).toEqual([{ x: 1 }, { x: 2 }]);
+    expect(answers[2]).toEqual([]);
+    expect(answers[3]).toHaveLength(1);
+    expect(answers[3]![0]!.x).toBe(11);
+    expect(Object.prototype.toString.call(answers[3]![0]!.at)).toBe('[object Date]');
+    expect(answers[4]).toEqual([]);
+    expect(refusal).toBeInstanceOf(Error);
+    expect((refusal as Error).message).toContain('Expected 2 bindings, saw 1');
+    expect(await tableExists(db, 'made')).toBe(false);
+  }, 60_000);
+
   test('a records() write that fails validation fails the migration with the field error', async () => {
     await seedReleaseOne();
     const invalid: Migration = { name: 'bad_write', up: async (m) => void (await m.records('notes').create({ tags: ['nope'] })) };
