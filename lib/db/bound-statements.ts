@@ -50,8 +50,6 @@ export const ABANDONED_STATEMENT_GRACE_MS = 500;
 interface PoolClient extends StoppableClient {
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
-  /** Set on a Knex transaction's client: its one connection is the transaction's. */
-  transacting?: boolean;
   /** The embedded client's restart after a stopped statement, while it is under way. */
   whenRestarted?(): Promise<unknown> | undefined;
   config?: { pool?: { max?: unknown } };
@@ -128,12 +126,11 @@ export function contextOfConnection(connection: object): DatabaseContext | undef
 /**
  * A connection for `context`'s work from `db`'s pool, bound to the context until it goes back
  * (releaseWithin): refused with `busy` past `acquireTimeoutMs`, `aborted` once the client has
- * gone. Inside a Knex transaction, its own connection. Without a context, the pool's connection
- * as it comes.
+ * gone. Without a context, the pool's connection as it comes.
  */
-export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseContext | undefined): Promise<unknown> {
+export function acquireWithin(db: Knex, context: DatabaseContext | undefined): Promise<unknown> {
   const client = db.client as unknown as PoolClient;
-  if (context === undefined || client.transacting) return client.acquireConnection();
+  if (context === undefined) return client.acquireConnection();
   return acquireBounded(client, context, () => client.acquireConnection());
 }
 
@@ -142,7 +139,7 @@ export function acquireWithin(db: Knex | Knex.Transaction, context: DatabaseCont
  * a cancel was sent to is closed first (the pool then replaces it): a cancel that lands late must
  * find no other request there.
  */
-export async function releaseWithin(db: Knex | Knex.Transaction, connection: unknown): Promise<void> {
+export async function releaseWithin(db: Knex, connection: unknown): Promise<void> {
   const client = db.client as unknown as PoolClient;
   if (!isConnectionObject(connection)) {
     await client.releaseConnection(connection);
@@ -192,7 +189,7 @@ interface QueryConnection {
  * unit's budget) or once its client has gone. Emits Knex's public `query` event on `db`'s client
  * first, so a host's query log (`knex.on('query')`) shows recordbase's statements as before.
  */
-export function sendWithin(db: Knex | Knex.Transaction, connection: unknown, statement: SentStatement, context: DatabaseContext | undefined): Promise<unknown> {
+export function sendWithin(db: Knex, connection: unknown, statement: SentStatement, context: DatabaseContext | undefined): Promise<unknown> {
   const client = db.client as unknown as PoolClient & { emit(event: string, data: unknown): boolean };
   const restarted = restartReasonOf(connection);
   if (restarted !== undefined) {

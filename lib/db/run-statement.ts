@@ -55,7 +55,7 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
  * query builder and runner are not used, and nothing of the host's Knex is changed. With `held`
  * (runTransaction's), on that connection, which stays held.
  */
-export async function runStatement(db: Knex | Knex.Transaction, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
+export async function runStatement(db: Knex, statement: Statement, context?: DatabaseContext, held?: HeldConnection): Promise<StatementResult> {
   if (held !== undefined) return sendOn(db, held.connection, statement, context);
   const connection = await acquireWithin(db, context);
   try {
@@ -65,7 +65,7 @@ export async function runStatement(db: Knex | Knex.Transaction, statement: State
   }
 }
 
-function sendOn(db: Knex | Knex.Transaction, connection: unknown, statement: Statement, context: DatabaseContext | undefined): Promise<StatementResult> {
+function sendOn(db: Knex, connection: unknown, statement: Statement, context: DatabaseContext | undefined): Promise<StatementResult> {
   const types = recordTypes(connection);
   const name = statement.name;
   const config: SentStatement['config'] =

@@ -42,7 +42,7 @@ export class StatementRunner {
    * failing part leaves what came before it in place.
    */
   async transaction<T>(work: (runner: StatementRunner) => Promise<T>): Promise<T> {
-    if (this.held === undefined) return runTransaction(this.db as Knex, this.context, (held) => work(new StatementRunner(this.db, this.context, held)));
+    if (this.held === undefined) return runTransaction(this.db, this.context, (held) => work(new StatementRunner(this.db, this.context, held)));
     const name = `rb_savepoint_${++savepoints}`;
     await this.query({ sql: `SAVEPOINT ${name}`, bindings: [] });
     let result: T;
