@@ -21,7 +21,7 @@ import path from 'node:path';
 import express from 'express';
 import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
-import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
+import { openEmbeddedDatabase } from '../lib/db/engine/open-embedded-database.js';
 import { benchCollections, FILE_TOKEN_SECRET } from './bench-data.js';
 import { serveBenchApp } from './bench-processes.js';
 

@@ -59,7 +59,7 @@ export interface ProfileSummary {
 const STAGES: [string, (group: string, fn: string) => boolean][] = [
   ['JSON and the response (res.json, etag, http)', (g, f) => (g === 'express' && /^(json|send|stringify)$/.test(f)) || g === 'etag' || g === 'node:_http_outgoing' || f === 'writev'],
   ['row decoding (pg, dates, readRow)', (g, f) => g === 'pg' || g === 'pg-protocol' || g === 'pg-types' || g === 'postgres-date' || g === 'lib/schema/record-date.js' || f === 'readRow' || f === 'readValue'],
-  ['statement bounds (lib/db/bound-statements, AsyncLocalStorage)', (g) => g === 'lib/db/bound-statements.js' || g === 'lib/db/database-context.js' || g === 'node:async_hooks'],
+  ['statement bounds (lib/db/statements/statement-bounds)', (g) => g === 'lib/db/statements/statement-bounds.js' || g === 'lib/db/statements/database-context.js' || g === 'node:async_hooks'],
   ['Knex: pool (tarn)', (g) => g === 'tarn'],
   ['Knex: query builder and compiler', (g) => g === 'knex' || g === 'lodash'],
   ['filter, sort, rules: parse and compile', (g) => g.startsWith('lib/query/') && g !== 'lib/query/apply-fields.js' && g !== 'lib/query/parse-fields.js' && g !== 'lib/query/parse-expand.js' || g === 'lib/records/access-rules.js' || g === 'lib/records/record-order.js'],

@@ -10,7 +10,7 @@ import { PGlite } from '@electric-sql/pglite';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
-import { openEmbeddedDatabase } from '../lib/db/open-embedded-database.js';
+import { openEmbeddedDatabase } from '../lib/db/engine/open-embedded-database.js';
 import { OUTBOX_TABLE } from '../lib/db/shared-names.js';
 import { benchCollections, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
 

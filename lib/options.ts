@@ -11,7 +11,7 @@ import type { ThumbnailFunction } from './files/render-thumbnail.js';
 import type { Logger, RequestLogFunction } from './logger.js';
 import { consoleLogger } from './logger.js';
 import type { BatchSettings } from './records/run-batch.js';
-import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/bound-statements.js';
+import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/statements/statement-bounds.js';
 import { checkHooks, type RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 import { checkMigrationsOption, type MigrationsOption } from './migrations/migration-definition.js';
@@ -349,7 +349,7 @@ export const OPTION_TABLE: OptionTable = {
         maxThumbnailsPerFile: { default: 10, check: checkPositiveInteger },
         statementTimeoutMs: { derive: ({ given }) => defaultStatementTimeoutMs(given.database), check: checkDuration },
         acquireTimeoutMs: { default: 3000, check: checkDuration },
-        // Absent: half the pool's max, which only the pool knows (lib/db/bound-statements.ts).
+        // Absent: half the pool's max, which only the pool knows (lib/db/statements/statement-bounds.ts).
         maxConnectionsPerClient: { check: checkPositiveInteger },
         maxWaitingPerClient: { default: DEFAULT_MAX_WAITING_PER_CLIENT, check: checkPositiveInteger },
       },

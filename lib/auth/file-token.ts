@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { SharedSetting } from '../db/settings-store.js';
+import type { SharedSetting } from '../db/schema/settings-store.js';
 import { FILE_TOKEN_SECRET_SETTING, SETTINGS_TABLE } from '../db/shared-names.js';
 import type { Identity } from './identity.js';
 

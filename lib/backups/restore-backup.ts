@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { acquireDataDirLock } from '../db/data-dir-lock.js';
-import { embeddedDatabaseDir } from '../db/open-embedded-database.js';
+import { acquireDataDirLock } from '../db/engine/data-dir-lock.js';
+import { embeddedDatabaseDir } from '../db/engine/open-embedded-database.js';
 import type { BackupManifest } from './backup-manifest.js';
 import { readBackupArchive, type CheckedEntry, type EntrySink } from './read-backup-archive.js';
 

@@ -1,7 +1,7 @@
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { StatementRunner } from '../db/statement-runner.js';
+import { StatementRunner } from '../db/statements/statement-runner.js';
 import type { Storage } from '../files/storage.js';
 
 /** What a copy holds: its files and their bytes. */

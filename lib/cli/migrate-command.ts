@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/open-embedded-database.js';
-import { realtimeSchema } from '../db/realtime-schema.js';
-import { planDatabaseSync, planSchemaSync, syncDatabaseSchema } from '../db/sync-database-schema.js';
+import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/engine/open-embedded-database.js';
+import { realtimeSchema } from '../db/realtime/realtime-schema.js';
+import { planDatabaseSync, planSchemaSync, syncDatabaseSchema } from '../db/schema/sync-database-schema.js';
 import { SchemaError } from '../errors.js';
 import { loadMigrations, migrationNameOf, type LoadedMigration } from '../migrations/load-migrations.js';
 import { applyPendingMigrations, describeMigrations, revertLastMigration, type MigrationStatus } from '../migrations/run-migrations.js';

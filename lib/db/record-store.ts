@@ -4,9 +4,9 @@ import { compileObjectShape } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import { quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
-import type { StatementRunner } from './statement-runner.js';
-import { preparedName, runStatement, runTransaction, type HeldConnection, type Statement, type StatementResult } from './run-statement.js';
-import type { DatabaseContext } from './database-context.js';
+import type { StatementRunner } from './statements/statement-runner.js';
+import { preparedName, runStatement, runTransaction, type HeldConnection, type Statement, type StatementResult } from './statements/run-statement.js';
+import type { DatabaseContext } from './statements/database-context.js';
 
 /**
  * A record's values in the API shape (docs/collections.md): dates as record-format strings,
@@ -154,7 +154,7 @@ export interface RelationRequirement {
 export class RecordStore {
   constructor(
     private readonly db: Knex,
-    /** What bounds every statement of this store (lib/db/bound-statements.ts); none: unbounded (start-up, the sweep). */
+    /** What bounds every statement of this store (lib/db/statements/statement-bounds.ts); none: unbounded (start-up, the sweep). */
     readonly context?: DatabaseContext,
     /** The connection of this store's own transaction (transaction()), which every statement then uses. */
     private readonly held?: HeldConnection,

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
+import { runWithTryAdvisoryLock } from '../db/statements/advisory-lock.js';
 import { RecordStore } from '../db/record-store.js';
-import { StatementRunner } from '../db/statement-runner.js';
+import { StatementRunner } from '../db/statements/statement-runner.js';
 import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
-import { hasUndeclaredColumns } from '../db/sync-database-schema.js';
+import { hasUndeclaredColumns } from '../db/schema/sync-database-schema.js';
 import type { Logger } from '../logger.js';
 import { isRecordId } from '../schema/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
-import { ClientGone } from '../db/database-context.js';
-import { clientKeyOfAddress } from '../db/fair-gate.js';
+import { ClientGone } from '../db/statements/database-context.js';
+import { clientKeyOfAddress } from '../db/statements/fair-gate.js';
 import type { Logger } from '../logger.js';
 import type { Limits } from '../options.js';
 import { isApiPath, unservedPathError } from './api-fallback-routes.js';
@@ -21,7 +21,7 @@ export interface DispatchOptions {
 
 /**
  * Builds the router's dispatch: the route the table finds gets a database context
- * (lib/db/database-context.ts, request-database-context.ts), which its handlers pass to the
+ * (lib/db/statements/database-context.ts, request-database-context.ts), which its handlers pass to the
  * record service, so its statements are bounded by the limits and cancelled once the client has
  * gone (the response closed before it was finished), and take turns with other clients' (the
  * client is the request's address, `req.ip`, which honours the host's `trust proxy`). A path

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
-import { translateDatabaseError } from '../db/translate-database-error.js';
+import { translateDatabaseError } from '../db/statements/translate-database-error.js';
 import type { Logger } from '../logger.js';
 
 /** Sends the one error body shape (docs/errors.md). */

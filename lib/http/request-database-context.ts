@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { StatementBudget, type DatabaseContext } from '../db/database-context.js';
+import { StatementBudget, type DatabaseContext } from '../db/statements/database-context.js';
 import type { OperationContext } from '../records/record-service.js';
 
 const requestContext = Symbol('recordbase.databaseContext');

@@ -5,8 +5,8 @@
  * converted value is checked the way a write to the field is, and none the type would refuse
  * is served afterwards.
  */
-import { clearColumnValues, readColumnPage } from '../db/reshape-collections.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import { clearColumnValues, readColumnPage } from '../db/schema/reshape-collections.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 import { ValidationError } from '../errors.js';
 import { compileValidator } from '../records/validate-record.js';
 import type { CollectionSchema, DeclaredFieldSchema } from '../schema/collection-schema.js';

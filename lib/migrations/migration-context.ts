@@ -11,9 +11,9 @@ import {
   renameCollectionTable,
   updateAppliedFields,
   type TableShape,
-} from '../db/reshape-collections.js';
-import { runHostSql } from '../db/run-host-sql.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+} from '../db/schema/reshape-collections.js';
+import { runHostSql } from '../db/statements/run-host-sql.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 import { SchemaError } from '../errors.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import { SYSTEM_FIELD_NAMES } from '../schema/collection-schema.js';

@@ -6,8 +6,8 @@ import {
   readAppliedMigrations,
   recordAppliedMigration,
   type AppliedMigration,
-} from '../db/migration-records.js';
-import { StatementRunner } from '../db/statement-runner.js';
+} from '../db/schema/migration-records.js';
+import { StatementRunner } from '../db/statements/statement-runner.js';
 import { RecordbaseError, SchemaError } from '../errors.js';
 import { loadMigrations, type LoadedMigration } from './load-migrations.js';
 import type { MigrationsOption } from './migration-definition.js';

@@ -1,5 +1,5 @@
 import { RecordStore } from '../db/record-store.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 import type { Storage } from '../files/storage.js';
 import type { Logger } from '../logger.js';
 import type { CompiledCollections } from '../records/compile-collections.js';

@@ -1,5 +1,5 @@
-import { readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime-outbox-sql.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import { readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime/realtime-outbox-sql.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 
 /** One committed change, as delivery sees it (the outbox row: OutboxChange). */
 export type Change = OutboxChange;

@@ -1,5 +1,5 @@
-import { evaluateConditions, type ConditionTarget } from '../db/evaluate-conditions.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import { evaluateConditions, type ConditionTarget } from '../db/realtime/evaluate-conditions.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 import { joinSql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 
@@ -44,7 +44,7 @@ export interface CheckRecordsOptions {
 
 /**
  * Checks `conditions` on `targets` of one collection, each distinct condition evaluated once
- * (lib/db/evaluate-conditions.ts: in as few statements as the bounds allow). Every statement goes
+ * (lib/db/realtime/evaluate-conditions.ts: in as few statements as the bounds allow). Every statement goes
  * through `runner`, within its bounds (its timeout is the caller's check bound). Throws when any statement fails: the
  * caller decides what a failed check costs, and whom.
  */

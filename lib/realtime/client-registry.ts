@@ -1,6 +1,6 @@
 import type { Identity } from '../auth/identity.js';
-import { runWithTryAdvisoryLock } from '../db/advisory-lock.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import { runWithTryAdvisoryLock } from '../db/statements/advisory-lock.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 import {
   beatInstance,
   loadClientRow,
@@ -14,7 +14,7 @@ import {
   type CaptureNeeds,
   type ClientRow,
   type StoredIdentity,
-} from '../db/realtime-registry-sql.js';
+} from '../db/realtime/realtime-registry-sql.js';
 import { OUTBOX_PRUNE_LOCK_KEY } from '../db/shared-names.js';
 import { ForbiddenError, NotFoundError, TooManyRequestsError } from '../errors.js';
 import { TransactionWaiter } from './transaction-waiter.js';

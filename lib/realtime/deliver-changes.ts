@@ -1,7 +1,7 @@
-import { checkDatabaseAnswers } from '../db/check-database-answers.js';
-import type { DatabaseContext } from '../db/database-context.js';
+import { checkDatabaseAnswers } from '../db/statements/check-database-answers.js';
+import type { DatabaseContext } from '../db/statements/database-context.js';
 import { readRow, type RecordStore } from '../db/record-store.js';
-import { StatementRunner } from '../db/statement-runner.js';
+import { StatementRunner } from '../db/statements/statement-runner.js';
 import type { Logger } from '../logger.js';
 import { resolveBindings } from '../query/deferred-value.js';
 import type { RecordPresenter } from '../records/present-records.js';
@@ -40,7 +40,7 @@ const LANE_CONCURRENCY = 2;
 /** Shapes presented for one change in the shared path, and their bytes; the subscriptions of further shapes are checked in their clients' lanes. */
 const SHARED_SHAPES_PER_CHANGE = 100;
 const SHARED_BYTES_PER_CHANGE = 16 * 1024 * 1024;
-/** The fairness key of the shared checks (lib/db/database-context.ts `client`): realtime takes its turns as one client. */
+/** The fairness key of the shared checks (lib/db/statements/database-context.ts `client`): realtime takes its turns as one client. */
 const SHARED_CHECKS_CLIENT = 'recordbase:realtime';
 
 /** A client's delivery state, made on first use. */

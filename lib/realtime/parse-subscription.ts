@@ -90,7 +90,7 @@ function readOptions(raw: string, search: string): { query: Record<string, strin
 /**
  * What a subscription string names before its first `?` and then its first `/`: a collection's
  * name or id (as parseSubscription reads it). The registry's generated column computes the same
- * from the stored strings (lib/db/realtime-schema.ts), and the capture gate reads it.
+ * from the stored strings (lib/db/realtime/realtime-schema.ts), and the capture gate reads it.
  */
 export function topicKey(raw: string): string {
   const question = raw.indexOf('?');

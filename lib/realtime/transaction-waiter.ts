@@ -1,5 +1,5 @@
-import { listRunningTransactions, listStillRunning } from '../db/realtime-registry-sql.js';
-import type { StatementRunner } from '../db/statement-runner.js';
+import { listRunningTransactions, listStillRunning } from '../db/realtime/realtime-registry-sql.js';
+import type { StatementRunner } from '../db/statements/statement-runner.js';
 
 /** How often the waiter looks again: first after 2 ms, doubling up to 50 ms (most transactions are short). */
 const POLL_FIRST_MS = 2;

@@ -44,7 +44,7 @@ export function compileCollections(definitions: readonly CollectionDefinition[])
 
 /**
  * The compiled collections once the schema sync has made the views: each view with the fields its
- * query's columns make (lib/db/sync-views.ts), and every rule compiled against them. Throws the
+ * query's columns make (lib/db/schema/sync-views.ts), and every rule compiled against them. Throws the
  * SchemaError of the first rule that does not compile. Without views, `compiled` itself.
  */
 export function completeCollections(compiled: CompiledCollections, views: ReadonlyMap<string, CollectionSchema>): CompiledCollections {

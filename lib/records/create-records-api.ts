@@ -1,5 +1,5 @@
 import type { Identity } from '../auth/identity.js';
-import type { DatabaseContext } from '../db/database-context.js';
+import type { DatabaseContext } from '../db/statements/database-context.js';
 import type { RecordValues } from '../db/record-store.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isFileInput, prepareFileInputs, type FileInput } from '../files/file-inputs.js';
@@ -22,7 +22,7 @@ export interface RecordsApiDeps {
   /** Where streamed file inputs are spooled. */
   tempDir: string;
   /**
-   * What bounds every call's statements (lib/db/database-context.ts): the router's limits, so one
+   * What bounds every call's statements (lib/db/statements/database-context.ts): the router's limits, so one
    * API call cannot hold the database longer than a request could. Calls inside a unit use the
    * unit's store, which carries the bounds of whoever opened it.
    */

@@ -1,5 +1,5 @@
 import type { RecordStore, RecordValues } from '../db/record-store.js';
-import { translateDatabaseError } from '../db/translate-database-error.js';
+import { translateDatabaseError } from '../db/statements/translate-database-error.js';
 import { applyFields } from '../query/apply-fields.js';
 import { parseExpand, type ExpandTree } from '../query/parse-expand.js';
 import { parseFields, type FieldSelection } from '../query/parse-fields.js';

@@ -1,7 +1,7 @@
 import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { RecordStore, RecordValues } from '../db/record-store.js';
-import { translateDatabaseError } from '../db/translate-database-error.js';
-import type { DatabaseContext } from '../db/database-context.js';
+import { translateDatabaseError } from '../db/statements/translate-database-error.js';
+import type { DatabaseContext } from '../db/statements/database-context.js';
 import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { Upload } from '../files/upload.js';
 import type { Logger } from '../logger.js';

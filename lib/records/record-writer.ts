@@ -1,6 +1,6 @@
 import { ValidationError, type FieldError } from '../errors.js';
 import type { RecordStore, RecordValues, RelationRequirement } from '../db/record-store.js';
-import { uniqueViolationConstraint } from '../db/translate-database-error.js';
+import { uniqueViolationConstraint } from '../db/statements/translate-database-error.js';
 import { listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';

@@ -1,5 +1,5 @@
 import type { Identity } from '../auth/identity.js';
-import { ClientGone } from '../db/database-context.js';
+import { ClientGone } from '../db/statements/database-context.js';
 import type { RecordStore } from '../db/record-store.js';
 import { BadRequestError, BatchError, ConflictError, InternalError, RecordbaseError } from '../errors.js';
 import type { Upload } from '../files/upload.js';
@@ -100,7 +100,7 @@ export async function runBatch(options: RunBatchOptions): Promise<Buffer> {
 /**
  * A batch's time limit, as its statements see it: its context's signal is raised at the
  * deadline, or as soon as the request's own client leaves, and the database layer then cancels
- * the statement in flight (after the grace an abandoned statement gets, bound-statements.ts) and
+ * the statement in flight (after the grace an abandoned statement gets, statement-bounds.ts) and
  * refuses new ones but the ROLLBACK. Without a database context (no bounds), only `check` applies.
  */
 class BatchDeadline {

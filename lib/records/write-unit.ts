@@ -1,5 +1,5 @@
 import type { RecordStore } from '../db/record-store.js';
-import { StatementInterruptedError } from '../db/statement-interrupted-error.js';
+import { StatementInterruptedError } from '../db/statements/statement-interrupted-error.js';
 import { RecordbaseError } from '../errors.js';
 import type { Logger } from '../logger.js';
 

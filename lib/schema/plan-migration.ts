@@ -9,7 +9,7 @@ export interface AppliedCollection {
   fields: { name: string; type: string; multiple: boolean }[];
 }
 
-/** What the database holds now, as read by readDatabaseState (lib/db/sync-database-schema.ts). */
+/** What the database holds now, as read by readDatabaseState (lib/db/schema/sync-database-schema.ts). */
 export interface DatabaseState {
   /** Table name -> column name -> information_schema data_type. */
   tables: Map<string, Map<string, string>>;
@@ -161,7 +161,7 @@ export function emptyDatabaseState(): DatabaseState {
 
 /**
  * Compares the declared collections with the database and returns the DDL that brings their
- * tables up to date (lib/db/sync-database-schema.ts puts its bookkeeping tables first). Pure:
+ * tables up to date (lib/db/schema/sync-database-schema.ts puts its bookkeeping tables first). Pure:
  * the same inputs give the same plan, which is what `recordbase migrate --dry-run` prints.
  * Tables and columns no declaration names are left alone and listed in `undeclared` (code one
  * release behind the database starts and serves). Throws one SchemaError naming every collection
@@ -175,7 +175,7 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
   const applied = new Map<string, AppliedCollection>();
   const undeclared: UndeclaredObjects = { tables: [], columns: [] };
   for (const c of collections) {
-    // A view collection's database view is made once the tables exist (lib/db/sync-views.ts).
+    // A view collection's database view is made once the tables exist (lib/db/schema/sync-views.ts).
     if (c.type === 'view') {
       if (state.tables.has(c.table)) {
         problems.push(`collection "${c.name}": a view collection needs its name free, but the table "${c.table}" exists; recordbase never drops it (rename or drop it in a migration)`);

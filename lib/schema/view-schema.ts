@@ -1,7 +1,7 @@
 /**
  * View collections (PocketBase's `view` type, docs/collections.md "View collections") in the
  * schema: which fields a view's columns make, and the SELECT its database view is made of. Pure:
- * the database's description of the query's columns comes in (lib/db/sync-views.ts asks for it
+ * the database's description of the query's columns comes in (lib/db/schema/sync-views.ts asks for it
  * when the schema is synced), checked collections and SQL text go out.
  */
 import { SchemaError } from '../errors.js';

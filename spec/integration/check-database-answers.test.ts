@@ -1,4 +1,4 @@
-import { checkDatabaseAnswers } from '../../lib/db/check-database-answers.js';
+import { checkDatabaseAnswers } from '../../lib/db/statements/check-database-answers.js';
 import { openTestDatabase, testEngines } from '../support/test-database.js';
 
 /** What realtime asks when a shared check fails: is it the database, or only that statement? */

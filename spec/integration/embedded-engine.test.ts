@@ -14,8 +14,8 @@ import express from 'express';
 import type { Knex } from 'knex';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { RecordsRouterOptions } from '../../lib/options.js';
-import { acquireDataDirLock, LOCK_EXPIRES_MS } from '../../lib/db/data-dir-lock.js';
-import { embeddedDatabaseDir, openEmbeddedDatabase, openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
+import { acquireDataDirLock, LOCK_EXPIRES_MS } from '../../lib/db/engine/data-dir-lock.js';
+import { embeddedDatabaseDir, openEmbeddedDatabase, openMemoryDatabase } from '../../lib/db/engine/open-embedded-database.js';
 import { ensureBuilt } from '../support/built-package.js';
 import { createMemoryLogger } from '../support/test-app.js';
 import { testKnexLog } from '../support/test-database.js';
@@ -260,5 +260,5 @@ describe('the data folder belongs to one process and one router', () => {
 // The worker's entry point is loaded from dist/ under Jest: make sure it is the current build.
 beforeAll(async () => {
   await ensureBuilt();
-  expect(existsSync(fileURLToPath(new URL('../../dist/lib/db/embedded-worker.js', import.meta.url)))).toBe(true);
+  expect(existsSync(fileURLToPath(new URL('../../dist/lib/db/engine/embedded-worker.js', import.meta.url)))).toBe(true);
 }, 120_000);

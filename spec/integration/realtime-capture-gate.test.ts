@@ -1,6 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import type { CollectionDefinition } from '../../lib/index.js';
-import { captureTriggerStatements } from '../../lib/db/realtime-schema.js';
+import { captureTriggerStatements } from '../../lib/db/realtime/realtime-schema.js';
 import { CLIENTS_TABLE, TOPIC_KEYS_FUNCTION } from '../../lib/db/shared-names.js';
 import { topicKey } from '../../lib/realtime/parse-subscription.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';

@@ -1,7 +1,7 @@
-import { realtimeSchema } from '../../lib/db/realtime-schema.js';
-import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
+import { realtimeSchema } from '../../lib/db/realtime/realtime-schema.js';
+import { syncDatabaseSchema } from '../../lib/db/schema/sync-database-schema.js';
 import { CLIENTS_TABLE } from '../../lib/db/shared-names.js';
-import { StatementRunner } from '../../lib/db/statement-runner.js';
+import { StatementRunner } from '../../lib/db/statements/statement-runner.js';
 import { checkRecords, type CheckTarget, type Conditions } from '../../lib/realtime/check-records.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';

@@ -1,8 +1,8 @@
 import { RecordStore } from '../../lib/db/record-store.js';
-import { realtimeSchema } from '../../lib/db/realtime-schema.js';
-import { StatementRunner } from '../../lib/db/statement-runner.js';
-import { syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
-import { DEFAULT_MAX_WAITING_PER_CLIENT, shareConnectionsFairly } from '../../lib/db/bound-statements.js';
+import { realtimeSchema } from '../../lib/db/realtime/realtime-schema.js';
+import { StatementRunner } from '../../lib/db/statements/statement-runner.js';
+import { syncDatabaseSchema } from '../../lib/db/schema/sync-database-schema.js';
+import { DEFAULT_MAX_WAITING_PER_CLIENT, shareConnectionsFairly } from '../../lib/db/statements/statement-bounds.js';
 import { ChangeReader } from '../../lib/realtime/change-reader.js';
 import { ChangeDelivery } from '../../lib/realtime/deliver-changes.js';
 import type { LocalClient, LocalSubscription } from '../../lib/realtime/local-client.js';

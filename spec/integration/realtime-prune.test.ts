@@ -1,6 +1,6 @@
-import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
+import { realtimeTableStatements } from '../../lib/db/realtime/realtime-schema.js';
 import { CLIENTS_TABLE, FILE_SWEEP_LOCK_KEY, OUTBOX_PRUNE_LOCK_KEY, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
-import { StatementRunner } from '../../lib/db/statement-runner.js';
+import { StatementRunner } from '../../lib/db/statements/statement-runner.js';
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 

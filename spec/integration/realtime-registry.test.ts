@@ -1,7 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, type CollectionDefinition, type RecordsRouter } from '../../lib/index.js';
 import type { Identity } from '../../lib/auth/identity.js';
-import { realtimeTableStatements } from '../../lib/db/realtime-schema.js';
+import { realtimeTableStatements } from '../../lib/db/realtime/realtime-schema.js';
 import { CLIENTS_TABLE, INSTANCES_TABLE, OUTBOX_TABLE } from '../../lib/db/shared-names.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { outboxCount } from '../support/realtime-outbox.js';

@@ -1,6 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
-import type { Statement, StatementResult } from '../../lib/db/run-statement.js';
-import { StatementRunner } from '../../lib/db/statement-runner.js';
+import type { Statement, StatementResult } from '../../lib/db/statements/run-statement.js';
+import { StatementRunner } from '../../lib/db/statements/statement-runner.js';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { ClientRegistry } from '../../lib/realtime/client-registry.js';
 import type { SqlFragment } from '../../lib/sql-fragment.js';

@@ -8,7 +8,7 @@ import ClientPgLite from 'knex-pglite';
 import supertest from 'supertest';
 import { createRecordsRouter, SchemaError, type RecordsRouter } from '../../lib/index.js';
 import { resolveOptions } from '../../lib/options.js';
-import { openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
+import { openMemoryDatabase } from '../../lib/db/engine/open-embedded-database.js';
 import { createMemoryLogger } from '../support/test-app.js';
 import { testKnexLog } from '../support/test-database.js';
 

@@ -1,4 +1,4 @@
-import { planDatabaseSync, syncDatabaseSchema } from '../../lib/db/sync-database-schema.js';
+import { planDatabaseSync, syncDatabaseSchema } from '../../lib/db/schema/sync-database-schema.js';
 import { SchemaError } from '../../lib/errors.js';
 import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
 import type { CollectionDefinition } from '../../lib/index.js';

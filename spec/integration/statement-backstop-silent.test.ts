@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { BackendWatcher } from '../../lib/db/backend-watcher.js';
+import { BackendWatcher } from '../../lib/db/statements/backend-watcher.js';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { startFreezingProxy, type FreezingProxy } from '../support/freezing-proxy.js';
 import { createMemoryLogger } from '../support/test-app.js';

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { contextOfConnection } from '../../lib/db/bound-statements.js';
+import { contextOfConnection } from '../../lib/db/statements/statement-bounds.js';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { makePng } from '../support/file-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

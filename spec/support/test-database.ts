@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
-import { openMemoryDatabase } from '../../lib/db/open-embedded-database.js';
+import { openMemoryDatabase } from '../../lib/db/engine/open-embedded-database.js';
 
 /**
  * Knex's own log for test databases: Knex prints pool and connection errors to the console,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import knexFactory from 'knex';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, EMBEDDED_STATEMENT_TIMEOUT_MS } from '../../lib/db/bound-statements.js';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, EMBEDDED_STATEMENT_TIMEOUT_MS } from '../../lib/db/statements/statement-bounds.js';
 import { OPTION_TABLE, resolveOptions, type OptionContext, type OptionEntry } from '../../lib/options.js';
 import { DEFAULT_PER_PAGE } from '../../lib/query/default-per-page.js';
 

@@ -1,4 +1,4 @@
-import { replacePlaceholders } from '../../../lib/db/evaluate-conditions.js';
+import { replacePlaceholders } from '../../../../lib/db/realtime/evaluate-conditions.js';
 
 describe('replacePlaceholders (conditions evaluated over arrays of their bindings)', () => {
   test('the k-th placeholder becomes the k-th column, casts kept', () => {

@@ -1,7 +1,7 @@
-import { resolveOptions } from '../../../lib/options.js';
-import { captureTriggerStatements, realtimeTableStatements } from '../../../lib/db/realtime-schema.js';
-import { instanceChannel } from '../../../lib/db/shared-names.js';
-import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
+import { resolveOptions } from '../../../../lib/options.js';
+import { captureTriggerStatements, realtimeTableStatements } from '../../../../lib/db/realtime/realtime-schema.js';
+import { instanceChannel } from '../../../../lib/db/shared-names.js';
+import { buildSchemaRegistry } from '../../../../lib/schema/collection-schema.js';
 
 const registry = buildSchemaRegistry([{ name: 'posts', fields: [{ name: 'n', type: 'number' }] }]);
 

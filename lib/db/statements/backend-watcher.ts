@@ -34,7 +34,7 @@ interface Waiter {
 /**
  * Tells when server backends have ended: the statement of a connection recordbase dropped (its
  * cancel went unanswered) runs on until the backend notices the cancel, and the client that sent
- * it must keep its share of the pool until then (bound-statements.ts). One connection of its own
+ * it must keep its share of the pool until then (statement-bounds.ts). One connection of its own
  * and one statement per look for every backend watched, only while some are: nothing runs
  * otherwise. It never fails its callers: when the server cannot be asked, they are released at
  * once (the pool's own bounds still hold), so a database outage cannot hold a client's share for

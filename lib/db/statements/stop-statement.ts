@@ -5,12 +5,12 @@ import type { StatementInterruptedError } from './statement-interrupted-error.js
 
 /**
  * How a running statement is stopped, engine by engine, for the statement bounds
- * (bound-statements.ts): a cancel request on Postgres, the worker's restart on the embedded engine
+ * (statement-bounds.ts): a cancel request on Postgres, the worker's restart on the embedded engine
  * on disk; a connection whose statement outlived its cancel is dropped, and its backend watched
  * until the server has ended the statement.
  */
 
-/** A Knex client as stopping its statements needs it (a part of bound-statements.ts's). */
+/** A Knex client as stopping its statements needs it (a part of statement-bounds.ts's). */
 export interface StoppableClient {
   cancelQuery?(connection: unknown): Promise<unknown>;
   canCancelQuery?: boolean;

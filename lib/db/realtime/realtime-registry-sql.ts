@@ -1,14 +1,14 @@
-import { quoteIdent as q } from '../sql-fragment.js';
-import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import type { StatementRunner } from './statement-runner.js';
+import { quoteIdent as q } from '../../sql-fragment.js';
+import { waitForAdvisoryXactLock } from '../statements/advisory-lock.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
 import { INSTANCE_EXPIRY_SQL, READING_OTHER_TABLES_SQL } from './realtime-schema.js';
-import { CLIENTS_READS_OTHER_TABLES_COLUMN, CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from './shared-names.js';
+import { CLIENTS_READS_OTHER_TABLES_COLUMN, CLIENTS_TABLE, CLIENTS_TOPIC_KEYS_COLUMN, INSTANCES_TABLE, OUTBOX_TABLE, REALTIME_IDENTITY_LOCK_PREFIX } from '../shared-names.js';
 
 /*
  * The statements of realtime's registry (lib/realtime/client-registry.ts decides what to do with
  * them): instances and their expiries, clients and their subscriptions, the outbox prune, and the
- * notifications between instances. Tables in lib/db/realtime-schema.ts. Each takes the runner its
- * statements go through (lib/db/statement-runner.ts): realtime's own, bounded by its limits.
+ * notifications between instances. Tables in lib/db/realtime/realtime-schema.ts. Each takes the runner its
+ * statements go through (lib/db/statements/statement-runner.ts): realtime's own, bounded by its limits.
  */
 
 /**
@@ -27,7 +27,7 @@ export interface ClientRow {
   subscriptions: readonly string[];
 }
 
-/** What the capture gate reads of a client besides its subscriptions (lib/db/realtime-schema.ts). */
+/** What the capture gate reads of a client besides its subscriptions (lib/db/realtime/realtime-schema.ts). */
 export interface CaptureNeeds {
   /** The topic keys of its subscriptions that name a collection with a table (its name or id as written). */
   readonly watched: readonly string[];

@@ -1,4 +1,4 @@
-import { bindHostSql, timestamptzAsDate } from '../../../lib/db/run-host-sql.js';
+import { bindHostSql, timestamptzAsDate } from '../../../../lib/db/statements/run-host-sql.js';
 
 describe("bindHostSql (m.sql's text and bindings, read as Knex's raw read them)", () => {
   test('without bindings the text goes as it is, its `?` included', () => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { recordDateFromPostgresText } from '../schema/record-date.js';
-import { memoizePerObject } from '../memoize-per-object.js';
-import { acquireWithin, releaseWithin, sendWithin, transactionBeginSql, type SentStatement } from './bound-statements.js';
+import { recordDateFromPostgresText } from '../../schema/record-date.js';
+import { memoizePerObject } from '../../memoize-per-object.js';
+import { acquireWithin, releaseWithin, sendWithin, transactionBeginSql, type SentStatement } from './statement-bounds.js';
 import type { DatabaseContext } from './database-context.js';
 
 /**
@@ -50,7 +50,7 @@ const recordTypesOf = memoizePerObject((own: TypeParsers): TypeParsers => {
 /**
  * Runs one statement on recordbase's own send path: a connection from the pool (or the
  * transaction's own), acquired within `context` so that the statement is bounded by it
- * (bound-statements.ts), sent with node-postgres's public `query` (bindings positioned as `$n`,
+ * (statement-bounds.ts), sent with node-postgres's public `query` (bindings positioned as `$n`,
  * the record types below), then the connection back. Knex is the pool and nothing more: its
  * query builder and runner are not used, and nothing of the host's Knex is changed. With `held`
  * (runTransaction's), on that connection, which stays held.

@@ -1,7 +1,7 @@
-import { joinSql, quoteIdent as q, type SqlFragment } from '../sql-fragment.js';
-import { RECORD_ALIAS } from './record-store.js';
-import { OUTBOX_TABLE } from './shared-names.js';
-import type { StatementRunner } from './statement-runner.js';
+import { joinSql, quoteIdent as q, type SqlFragment } from '../../sql-fragment.js';
+import { RECORD_ALIAS } from '../record-store.js';
+import { OUTBOX_TABLE } from '../shared-names.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
 
 /**
  * A record conditions are evaluated on: its `current` row, read in the same statement as the

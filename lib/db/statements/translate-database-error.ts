@@ -1,4 +1,4 @@
-import { BadRequestError, ConflictError, UnavailableError, type RecordbaseError } from '../errors.js';
+import { BadRequestError, ConflictError, UnavailableError, type RecordbaseError } from '../../errors.js';
 import { QueueFullError, StatementInterruptedError } from './statement-interrupted-error.js';
 
 /**
@@ -42,7 +42,7 @@ export function isUnavailableError(err: unknown): boolean {
 
 const UNAVAILABLE_MESSAGE = 'The database is unavailable. Try again later.';
 
-/** The client's error for a statement recordbase stopped or never started (bound-statements.ts). */
+/** The client's error for a statement recordbase stopped or never started (statement-bounds.ts). */
 function translateInterruption(err: StatementInterruptedError): RecordbaseError {
   switch (err.reason) {
     case 'timeout':

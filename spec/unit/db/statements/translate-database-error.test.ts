@@ -1,6 +1,6 @@
-import { BadRequestError, UnavailableError } from '../../../lib/errors.js';
-import { QueueFullError, StatementInterruptedError } from '../../../lib/db/statement-interrupted-error.js';
-import { isUnavailableError, translateDatabaseError } from '../../../lib/db/translate-database-error.js';
+import { BadRequestError, UnavailableError } from '../../../../lib/errors.js';
+import { QueueFullError, StatementInterruptedError } from '../../../../lib/db/statements/statement-interrupted-error.js';
+import { isUnavailableError, translateDatabaseError } from '../../../../lib/db/statements/translate-database-error.js';
 
 /** A driver error as Knex hands it over: its message prefixed with the statement (bindings inlined). */
 function driverError(code: string | undefined, message: string): Error {

@@ -1,5 +1,5 @@
-import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import type { CollectionSchema } from '../schema/collection-schema.js';
+import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
+import type { CollectionSchema } from '../../schema/collection-schema.js';
 import {
   CAPTURE_DELETE_TRIGGER,
   CAPTURE_FUNCTION,
@@ -18,9 +18,9 @@ import {
   OUTBOX_TABLE,
   OUTBOX_TX_INDEX,
   TOPIC_KEYS_FUNCTION,
-} from './shared-names.js';
-import type { StatementRunner } from './statement-runner.js';
-import type { SchemaAddition } from './sync-database-schema.js';
+} from '../shared-names.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
+import type { SchemaAddition } from '../schema/sync-database-schema.js';
 
 /**
  * When a row of INSTANCES_TABLE stops counting as a live realtime instance: its own `expires_at`,
@@ -94,7 +94,7 @@ $fn$`;
  * the collection (its table name, or its id, the trigger's argument, among the client's topic keys:
  * a generated column, so a row written by any code counts) or has a subscription whose rules read
  * other tables (a delete is then checked for staleness against every later change: see
- * lib/db/evaluate-conditions.ts), and some realtime instance is live (an unexpired row in
+ * lib/db/realtime/evaluate-conditions.ts), and some realtime instance is live (an unexpired row in
  * INSTANCES_TABLE). So nothing is copied that nobody could receive. Switching a
  * collection's capture on is safe because a subscription's POST waits, before its 204, for the
  * transactions whose trigger may have looked before it (lib/realtime/client-registry.ts). A

@@ -1,9 +1,9 @@
-import { SchemaError } from '../errors.js';
-import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import type { CollectionSchema } from '../schema/collection-schema.js';
-import { inferViewCollection, viewSelectSql, wrapViewQuery, type ReadColumn, type ViewColumn } from '../schema/view-schema.js';
-import { readColumnOrigins, readsWholeRows } from './read-query-origins.js';
-import type { StatementRunner } from './statement-runner.js';
+import { SchemaError } from '../../errors.js';
+import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
+import type { CollectionSchema } from '../../schema/collection-schema.js';
+import { inferViewCollection, viewSelectSql, wrapViewQuery, type ReadColumn, type ViewColumn } from '../../schema/view-schema.js';
+import { readColumnOrigins, readsWholeRows } from '../realtime/read-query-origins.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
 
 /**
  * The temporary view a query is asked about: temporary objects belong to the session, so this

@@ -1,10 +1,10 @@
-import { shortenIdentifier, type CollectionSchema } from '../schema/collection-schema.js';
-import type { AppliedCollection } from '../schema/plan-migration.js';
-import { columnDefinitionOf, storageKindOfType } from '../schema/storage-conversions.js';
-import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
-import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import { META_TABLE } from './shared-names.js';
-import type { StatementRunner } from './statement-runner.js';
+import { shortenIdentifier, type CollectionSchema } from '../../schema/collection-schema.js';
+import type { AppliedCollection } from '../../schema/plan-migration.js';
+import { columnDefinitionOf, storageKindOfType } from '../../schema/storage-conversions.js';
+import { STORAGE_KINDS, type StorageKind } from '../../schema/storage-kinds.js';
+import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
+import { META_TABLE } from '../shared-names.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
 import { findAppliedCollections, planSchemaSync, readDatabaseState, writeAppliedCollection } from './sync-database-schema.js';
 
 /**

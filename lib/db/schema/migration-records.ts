@@ -1,9 +1,9 @@
 import { types } from 'node:util';
-import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import { timestamptzAsDate } from './run-host-sql.js';
-import type { StatementRunner } from './statement-runner.js';
-import { MIGRATIONS_TABLE, SCHEMA_SYNC_LOCK_KEY } from './shared-names.js';
+import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
+import { waitForAdvisoryXactLock } from '../statements/advisory-lock.js';
+import { timestamptzAsDate } from '../statements/run-host-sql.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
+import { MIGRATIONS_TABLE, SCHEMA_SYNC_LOCK_KEY } from '../shared-names.js';
 
 /** A row of MIGRATIONS_TABLE: a migration applied to this database. */
 export interface AppliedMigration {

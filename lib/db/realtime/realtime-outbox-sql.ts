@@ -1,8 +1,8 @@
-import { quoteIdent as q } from '../sql-fragment.js';
-import { OUTBOX_TABLE } from './shared-names.js';
-import type { StatementRunner } from './statement-runner.js';
+import { quoteIdent as q } from '../../sql-fragment.js';
+import { OUTBOX_TABLE } from '../shared-names.js';
+import type { StatementRunner } from '../statements/statement-runner.js';
 
-/** One committed change, as the capture trigger wrote it (lib/db/realtime-schema.ts). */
+/** One committed change, as the capture trigger wrote it (lib/db/realtime/realtime-schema.ts). */
 export interface OutboxChange {
   readonly seq: string;
   readonly collection: string;

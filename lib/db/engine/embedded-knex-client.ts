@@ -37,7 +37,7 @@ class EmbeddedEngine {
   /**
    * The session that replaces one whose statement was stopped: opened at once, taken by the pool
    * for its next connection. Until it is open, the unit whose statement was stopped keeps its turn
-   * (bound-statements.ts, `whenRestarted`): the restart is charged to it, not to the next client.
+   * (statement-bounds.ts, `whenRestarted`): the restart is charged to it, not to the next client.
    */
   replacement: Promise<EmbeddedSession> | undefined;
   /** Resolves once the last worker that opened the folder has exited: a new one waits for it. */
@@ -86,7 +86,7 @@ const engines = new WeakMap<EmbeddedClientOptions, EmbeddedEngine>();
  * socket. So statements, type parsing and errors are those of a Postgres server, and the event
  * loop never runs a statement. PGlite is one session, so the pool holds exactly one connection
  * and statements (and transactions) take turns: clients' turns are shared by the fair gate in
- * front of the pool (bound-statements.ts, fair-gate.ts), and Knex's pool bounds the wait.
+ * front of the pool (statement-bounds.ts, fair-gate.ts), and Knex's pool bounds the wait.
  *
  * A statement cannot be interrupted inside PGlite (it ignores statement_timeout); what can stop
  * it is terminating its worker (`cancelStatement`). On disk that is safe, a crash Postgres
@@ -107,7 +107,7 @@ export class EmbeddedKnexClient extends ClientPg {
   /**
    * Whether stopping a statement restarts the engine (on disk: the worker is terminated and the
    * folder opened again), which every client waits for; in memory a statement cannot be stopped.
-   * Read by bound-statements.ts (defaultStatementTimeoutMs).
+   * Read by statement-bounds.ts (defaultStatementTimeoutMs).
    */
   get stopsStatementsByRestart(): boolean {
     return this.engine.directory !== undefined;
@@ -210,7 +210,7 @@ export class EmbeddedKnexClient extends ClientPg {
 
   /**
    * While a stopped statement's worker is being replaced, resolves once the replacement is open
-   * (or failed to open); undefined otherwise. bound-statements.ts holds the stopped unit's turn
+   * (or failed to open); undefined otherwise. statement-bounds.ts holds the stopped unit's turn
    * until then.
    */
   whenRestarted(): Promise<unknown> | undefined {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { quoteIdent as q } from '../sql-fragment.js';
-import { SETTINGS_TABLE } from './shared-names.js';
-import { StatementRunner } from './statement-runner.js';
+import { quoteIdent as q } from '../../sql-fragment.js';
+import { SETTINGS_TABLE } from '../shared-names.js';
+import { StatementRunner } from '../statements/statement-runner.js';
 
 /**
  * One shared value in `_recordbase_settings`, read and created the same way by every instance on

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import type { CollectionSchema } from '../schema/collection-schema.js';
-import type { Logger } from '../logger.js';
-import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
-import { waitForAdvisoryXactLock } from './advisory-lock.js';
-import { StatementRunner } from './statement-runner.js';
+import type { CollectionSchema } from '../../schema/collection-schema.js';
+import type { Logger } from '../../logger.js';
+import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
+import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../../schema/plan-migration.js';
+import { waitForAdvisoryXactLock } from '../statements/advisory-lock.js';
+import { StatementRunner } from '../statements/statement-runner.js';
 import { syncViews } from './sync-views.js';
-import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from './shared-names.js';
+import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from '../shared-names.js';
 
 /**
  * Statements a feature adds to the schema sync (realtime's tables, function and triggers: the

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type pg from 'pg';
-import type { Logger } from '../logger.js';
-import { quoteIdent as q } from '../sql-fragment.js';
-import { LISTENER_APPLICATION_NAME } from './shared-names.js';
+import type { Logger } from '../../logger.js';
+import { quoteIdent as q } from '../../sql-fragment.js';
+import { LISTENER_APPLICATION_NAME } from '../shared-names.js';
 
 /** What the listener reports: a notification, and "(re)connected: read what you may have missed". */
 export interface ListenerEvents {

@@ -2,7 +2,7 @@
  * The bounds of the statements one unit of work (an HTTP request, a server-API call, realtime's
  * background work) sends. It is passed along explicitly: the router makes one per request and
  * hands it to the record service (OperationContext), whose store sends every statement under it
- * (lib/db/bound-statements.ts binds it to each connection the work holds). No AsyncLocalStorage:
+ * (lib/db/statements/statement-bounds.ts binds it to each connection the work holds). No AsyncLocalStorage:
  * once on, its hooks cost every promise of the process, whether or not it carries a context.
  */
 export interface DatabaseContext {
@@ -15,7 +15,7 @@ export interface DatabaseContext {
   /**
    * Who the work is for, as the pool's fairness sees it (a request's address; realtime's own
    * keys): units of one client take turns with other clients' and hold at most
-   * `maxConnectionsPerClient` connections (lib/db/fair-gate.ts; absent: not gated). Work that
+   * `maxConnectionsPerClient` connections (lib/db/statements/fair-gate.ts; absent: not gated). Work that
    * holds a connection must not wait for a second one under the same key: it could wait for itself.
    */
   client?: string;

@@ -1,4 +1,4 @@
-import { hasRecordDateShape } from '../schema/record-date.js';
+import { hasRecordDateShape } from '../../schema/record-date.js';
 import type { Statement, StatementResult } from './run-statement.js';
 import type { StatementRunner } from './statement-runner.js';
 

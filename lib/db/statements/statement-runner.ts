@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { SqlFragment } from '../sql-fragment.js';
+import type { SqlFragment } from '../../sql-fragment.js';
 import type { DatabaseContext } from './database-context.js';
 import { runStatement, runTransaction, type HeldConnection, type Statement, type StatementResult } from './run-statement.js';
 
@@ -14,7 +14,7 @@ export class StatementRunner {
   constructor(
     /** The Knex whose pool the connections come from. */
     readonly db: Knex,
-    /** What bounds every statement (lib/db/database-context.ts); none: unbounded. */
+    /** What bounds every statement (lib/db/statements/database-context.ts); none: unbounded. */
     readonly context?: DatabaseContext,
     /** Set on a transaction's runner: every statement runs on that connection. */
     readonly held?: HeldConnection,

@@ -6,7 +6,7 @@ import { Duplex } from 'node:stream';
 import { types } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import type { EmbeddedAssets, EmbeddedWorkerCommand, EmbeddedWorkerData, EmbeddedWorkerEvent } from './embedded-worker.js';
-import { resolveWorkerFile } from '../resolve-worker-file.js';
+import { resolveWorkerFile } from '../../resolve-worker-file.js';
 
 /** How long a clean close may take (PGlite checkpoints) before the worker is terminated instead. */
 const CLOSE_TIMEOUT_MS = 10_000;

@@ -1,4 +1,4 @@
-import { clientKeyOfAddress, FairGate, GateTicket, type FairGateLimits, type GateRefusal } from '../../../lib/db/fair-gate.js';
+import { clientKeyOfAddress, FairGate, GateTicket, type FairGateLimits, type GateRefusal } from '../../../../lib/db/statements/fair-gate.js';
 
 /** A gate and a log of the units whose turn came (by name), in order. */
 function gateWith(limits: Partial<FairGateLimits>) {
