@@ -53,6 +53,7 @@ export const ERROR_CODES = {
   unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
   database_unavailable: { status: 503, message: 'The database is unavailable. Try again later.' },
   database_busy: { status: 503, message: 'The database is busy. Try again later.' },
+  prepared_statement_lost: { status: 503, message: 'The database connection lost a prepared statement: set preparedStatements: false behind a pooler in transaction mode.' },
   not_ready: { status: 503, message: 'recordbase could not start.' },
   thumbnail_queue_full: { status: 503, message: 'Too many thumbnails are waiting to be made; try again in a moment.' },
   write_conflict: { status: 409, message: 'The write conflicted with a concurrent one; try again.' },

@@ -158,6 +158,13 @@ export interface RecordsRouterOptions {
    * (default `dataDir/backups`) and the most it may hold (default 10; one more is refused).
    */
   backups?: Partial<BackupSettings>;
+  /**
+   * Whether the few statements whose text is fixed per collection are sent as named prepared
+   * statements (parsed once per connection). `false` for a pooler in transaction mode that does
+   * not keep them: PgBouncer before 1.21 or without `max_prepared_statements` (docs/deployment.md,
+   * "Behind a pooler"). Default `true`, or the environment's RECORDBASE_PREPARED_STATEMENTS.
+   */
+  preparedStatements?: boolean;
 }
 
 /** Options with every default filled in. */
@@ -186,6 +193,7 @@ export interface ResolvedOptions {
   realtime: RealtimeSettings | false;
   migrations?: MigrationsOption;
   backups: BackupSettings;
+  preparedStatements: boolean;
 }
 
 /** What a default or a check may read: the options as given, and what the table resolved before it. */
@@ -202,8 +210,10 @@ export interface OptionContext {
 export interface OptionEntry<T> {
   readonly default?: T;
   readonly derive?: (context: OptionContext) => T;
-  /** A size in bytes read from the environment, between the option and the default. */
+  /** A variable read from the environment, between the option and the default: a size in bytes, unless `readEnv` reads it. */
   readonly env?: string;
+  /** How `env`'s text becomes a value (default: a size in bytes); unset or blank is absent. */
+  readonly readEnv?: (name: string, raw: string) => T;
   readonly check: (path: string, value: unknown, context: OptionContext) => T;
 }
 
@@ -267,6 +277,14 @@ function checkFunction<T extends (...args: never[]) => unknown>(path: string, va
 function checkBoolean(path: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw new TypeError(`${path} must be true or false`);
   return value;
+}
+
+/** A switch from the environment: `true`/`false` (or `1`/`0`); anything else throws rather than falling back. */
+function readBooleanEnv(name: string, raw: string): boolean {
+  const text = raw.trim().toLowerCase();
+  if (text === 'true' || text === '1') return true;
+  if (text === 'false' || text === '0') return false;
+  throw new TypeError(`${name} must be true or false, got "${raw}"`);
 }
 
 function checkString(path: string, value: unknown): string {
@@ -333,6 +351,8 @@ export const OPTION_TABLE: OptionTable = {
     openapi: { default: false, check: checkBoolean },
     dashboard: { default: false, check: checkBoolean },
     migrations: { check: checkMigrationsOption },
+    // Off for a pooler in transaction mode without prepared-statement support (lib/db/statements/statement-bounds.ts).
+    preparedStatements: { default: true, env: 'RECORDBASE_PREPARED_STATEMENTS', readEnv: readBooleanEnv, check: checkBoolean },
   },
   groups: {
     limits: {
@@ -396,12 +416,19 @@ function readByteSize(env: NodeJS.ProcessEnv, name: string): number | undefined 
   return Number(raw);
 }
 
+/** An entry's value from the environment: its own reader, else a size in bytes; unset or blank is absent. */
+function readEnvValue<T>(env: NodeJS.ProcessEnv, entry: OptionEntry<T>): unknown {
+  if (entry.readEnv === undefined) return readByteSize(env, entry.env!);
+  const raw = env[entry.env!];
+  return raw === undefined || raw.trim() === '' ? undefined : entry.readEnv(entry.env!, raw);
+}
+
 /** Fills `into` with the entries' values in table order: given, else the environment, else the default; each checked. */
 function resolveEntries<T>(entries: Entries<T>, options: { prefix: string; given: Partial<T>; into: Partial<T>; context: OptionContext; env: NodeJS.ProcessEnv }): T {
   for (const key of Object.keys(entries) as (keyof T & string)[]) {
     const entry: OptionEntry<T[typeof key]> = entries[key];
     let value: unknown = options.given[key];
-    if (value === undefined && entry.env !== undefined) value = readByteSize(options.env, entry.env);
+    if (value === undefined && entry.env !== undefined) value = readEnvValue(options.env, entry);
     if (value === undefined) value = entry.derive ? entry.derive(options.context) : entry.default;
     if (value !== undefined) options.into[key] = entry.check(options.prefix + key, value, options.context);
   }

@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import type { Knex } from 'knex';
 import { DOWNLOAD_SOURCES, HEADER_ONLY } from './auth/extract-token.js';
 import { createFileTokens, loadFileTokenSecret, type FileTokens } from './auth/file-token.js';
-import { shareConnectionsFairly } from './db/statements/statement-bounds.js';
+import { configureSendPath } from './db/statements/statement-bounds.js';
 import { checkDatabaseConnection } from './db/engine/check-database-connection.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/engine/open-embedded-database.js';
 import { realtimeSchema } from './db/realtime/realtime-schema.js';
@@ -153,7 +153,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const { logger, limits, storage } = resolved;
   if (resolved.database) checkDatabaseConnection(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
-  shareConnectionsFairly(database, { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient });
+  configureSendPath(database, { fairness: { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient }, preparedStatements: resolved.preparedStatements });
   if (resolved.migrations !== undefined) {
     await migrateAtStart(database, { option: resolved.migrations, services: { compiled: options.compiled, storage, logger, limits, tempDir: resolved.uploadTempDir } });
   }

@@ -69,6 +69,17 @@ describe('every option has its check', () => {
     expect(() => resolveOptions(base, { SERVICE_MAX_BODY_SIZE: '-1' })).toThrow('SERVICE_MAX_BODY_SIZE must be a positive number of bytes, got "-1"');
   });
 
+  test('preparedStatements: true by default, the environment only when the option is absent, a malformed switch throws', () => {
+    expect(resolveOptions(base, {}).preparedStatements).toBe(true);
+    expect(resolveOptions(base, { RECORDBASE_PREPARED_STATEMENTS: 'false' }).preparedStatements).toBe(false);
+    expect(resolveOptions(base, { RECORDBASE_PREPARED_STATEMENTS: ' 0 ' }).preparedStatements).toBe(false);
+    expect(resolveOptions(base, { RECORDBASE_PREPARED_STATEMENTS: 'TRUE' }).preparedStatements).toBe(true);
+    expect(resolveOptions(base, { RECORDBASE_PREPARED_STATEMENTS: '' }).preparedStatements).toBe(true);
+    expect(resolveOptions({ ...base, preparedStatements: true }, { RECORDBASE_PREPARED_STATEMENTS: 'false' }).preparedStatements).toBe(true);
+    expect(() => resolveOptions(base, { RECORDBASE_PREPARED_STATEMENTS: 'no' })).toThrow('RECORDBASE_PREPARED_STATEMENTS must be true or false, got "no"');
+    expect(() => resolveOptions({ ...base, preparedStatements: 'false' as unknown as boolean }, {})).toThrow('preparedStatements must be true or false');
+  });
+
   test('derived defaults: storage under dataDir, the upload spool beside it, the batch body from limits.maxBodySize', () => {
     const resolved = resolveOptions({ ...base, dataDir: '/srv/rb', limits: { maxBodySize: 2048 } }, {});
     expect(resolved.storage).toMatchObject({ root: '/srv/rb/storage' });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../../schema/record-date.js';
 import { memoizePerObject } from '../../memoize-per-object.js';
-import { acquireWithin, releaseWithin, sendWithin, transactionBeginSql, type SentStatement } from './statement-bounds.js';
+import { acquireWithin, releaseWithin, sendsPreparedStatements, sendWithin, transactionBeginSql, type SentStatement } from './statement-bounds.js';
 import type { DatabaseContext } from './database-context.js';
 
 /**
@@ -65,9 +65,14 @@ export async function runStatement(db: Knex, statement: Statement, context?: Dat
   }
 }
 
+/**
+ * Sends `statement` on `connection`: named when it has a name and the pool sends names
+ * (`preparedStatements`, configureSendPath), else unnamed, so no name ever reaches a pooler that
+ * cannot keep it.
+ */
 function sendOn(db: Knex, connection: unknown, statement: Statement, context: DatabaseContext | undefined): Promise<StatementResult> {
   const types = recordTypes(connection);
-  const name = statement.name;
+  const name = statement.name !== undefined && sendsPreparedStatements(db) ? statement.name : undefined;
   const config: SentStatement['config'] =
     name === undefined
       ? { text: positionBindings(statement.sql), values: statement.bindings as unknown[], types }

@@ -107,6 +107,44 @@ export function shareConnectionsFairly(db: Knex, fairness: FairnessLimits): void
   );
 }
 
+/** How recordbase sends its statements on one pool: the router's resolved options (lib/options.ts). */
+export interface SendPathSettings {
+  /** How the pool is shared among clients (shareConnectionsFairly). */
+  readonly fairness: FairnessLimits;
+  /**
+   * Whether statements whose text is fixed per collection go out as named prepared statements
+   * (run-statement.ts's `preparedName`). `false` for a pooler in transaction mode that does not
+   * keep them (PgBouncer before 1.21, or without `max_prepared_statements`): every statement is
+   * then sent unnamed, parsed anew on whatever server connection the pooler gives.
+   */
+  readonly preparedStatements: boolean;
+}
+
+/**
+ * Pools whose statements go out without a prepared-statement name, keyed by the pool as the
+ * gates are. A set, not a value per router: when several routers share a pool and one says
+ * `preparedStatements: false`, names are off for all of them, since a name sent by any of them
+ * fails behind such a pooler, and an unnamed statement works everywhere.
+ */
+const unnamedPools = new WeakSet<object>();
+
+/**
+ * Configures recordbase's send path for `db`'s pool, beside the pool and never on it: its fair
+ * gate (shareConnectionsFairly) and whether statements are sent with prepared-statement names
+ * (sendsPreparedStatements). The record store and every other sender know nothing of either.
+ */
+export function configureSendPath(db: Knex, settings: SendPathSettings): void {
+  shareConnectionsFairly(db, settings.fairness);
+  const pool = (db.client as unknown as PoolClient).pool;
+  if (!settings.preparedStatements && isConnectionObject(pool)) unnamedPools.add(pool);
+}
+
+/** Whether a statement sent on `db`'s pool may carry a prepared-statement name (configureSendPath). */
+export function sendsPreparedStatements(db: Knex): boolean {
+  const pool = (db.client as unknown as PoolClient).pool;
+  return !isConnectionObject(pool) || !unnamedPools.has(pool);
+}
+
 /** The size of the client's pool: tarn's `max`, else the configured one, else Knex's default (10). */
 function poolSizeOf(client: PoolClient): number {
   const max = client.pool?.max ?? client.config?.pool?.max;

@@ -88,6 +88,26 @@ export function uniqueViolationConstraint(err: unknown): string | undefined {
 const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
 
 /**
+ * invalid_sql_statement_name ("prepared statement ... does not exist") and
+ * duplicate_prepared_statement ("... already exists"): what a pooler in transaction mode answers
+ * when one of recordbase's named statements (run-statement.ts's `preparedName`, always `rb_...`)
+ * was prepared on another server connection than the one the statement reached now.
+ */
+const PREPARED_STATEMENT_SQLSTATES = new Set(['26000', '42P05']);
+const OUR_PREPARED_STATEMENT = /prepared statement "rb_[0-9a-f]+"/;
+
+/** The client's (and, as a 503, the logger's) error for a named statement a pooler lost: it names the fix. */
+function preparedStatementLost(cause: unknown): UnavailableError {
+  return new UnavailableError(
+    'The database connection lost a prepared statement: a pooler in transaction mode (PgBouncer before 1.21 or without ' +
+      "max_prepared_statements, Supavisor's or Neon's pooled URL) does not keep them. Give createRecordsRouter " +
+      '`preparedStatements: false` (or set RECORDBASE_PREPARED_STATEMENTS=false), or connect in session mode.',
+    'prepared_statement_lost',
+    cause,
+  );
+}
+
+/**
  * Maps a driver error that has a client-facing meaning to our error; anything else is returned
  * unchanged for the caller (and finally the error middleware, as a generic 500).
  */
@@ -101,6 +121,7 @@ export function translateDatabaseError(err: unknown): unknown {
   if (code !== undefined && NUL_IN_TEXT_SQLSTATES.has(code)) {
     return new BadRequestError('Text values cannot contain NUL (U+0000) characters.', 'invalid_character', err);
   }
+  if (code !== undefined && PREPARED_STATEMENT_SQLSTATES.has(code) && OUR_PREPARED_STATEMENT.test(String((err as DriverError).message))) return preparedStatementLost(err);
   // The server's own statement_timeout (set by the host on its connections) fired first.
   if (code === QUERY_CANCELED && /statement timeout/i.test(String((err as DriverError).message))) return statementTimeout(err, "the database's statement_timeout");
   return err;

@@ -32,6 +32,21 @@ describe('translateDatabaseError', () => {
     expect(translated).toMatchObject({ status: 503, code: 'database_unavailable', message: 'The database is unavailable. Try again later.' });
   });
 
+  test.each([
+    ['does not exist (26000)', driverError('26000', 'prepared statement "rb_0123456789abcdef0123" does not exist')],
+    ['already exists (42P05)', driverError('42P05', 'prepared statement "rb_0123456789abcdef0123" already exists')],
+  ])('a named statement of ours a pooler lost (%s) is a 503 naming preparedStatements: false', (_, error) => {
+    const translated = translateDatabaseError(error);
+    expect(translated).toBeInstanceOf(UnavailableError);
+    expect(translated).toMatchObject({ status: 503, code: 'prepared_statement_lost', cause: error });
+    expect((translated as Error).message).toContain('`preparedStatements: false`');
+  });
+
+  test("a host's own prepared statement (another name) is left as it is", () => {
+    const error = driverError('26000', 'prepared statement "mine" does not exist');
+    expect(translateDatabaseError(error)).toBe(error);
+  });
+
   test('a statement over the timeout is a 400 naming the limit and its option', () => {
     const translated = translateDatabaseError(new StatementInterruptedError('timeout', 1500));
     expect(translated).toBeInstanceOf(BadRequestError);
