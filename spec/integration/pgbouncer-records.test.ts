@@ -19,13 +19,29 @@ import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, type RecordsRouterOptions } from '../../lib/index.js';
 import { pgBouncerAvailable, startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
 import { serveRouter, type ServedRouter } from '../support/served-router.js';
-import { TEST_FILE_TOKEN_SECRET } from '../support/test-app.js';
+import { sdkOf } from '../support/served-router.js';
+import { TEST_FILE_TOKEN_SECRET, TEST_IDENTITIES } from '../support/test-app.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
 const TIMEOUT_MS = 60_000;
 const WITH_PGBOUNCER = pgBouncerAvailable();
 
-const collections: RecordsRouterOptions['collections'] = [{ name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: '', view: '', create: '', update: '', delete: '' } }];
+const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
+const collections: RecordsRouterOptions['collections'] = [
+  { name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: OPEN },
+  { name: 'authors', fields: [{ name: 'name', type: 'text' }], rules: OPEN },
+  {
+    name: 'posts',
+    fields: [
+      { name: 'title', type: 'text' },
+      { name: 'owner', type: 'text' },
+      { name: 'author', type: 'relation', collection: 'authors' },
+      { name: 'doc', type: 'file' },
+    ],
+    // Signed-in callers create; only the owner changes or deletes.
+    rules: { list: '', view: '', create: '@request.auth.id != "" && owner = @request.auth.id', update: 'owner = @request.auth.id', delete: 'owner = @request.auth.id' },
+  },
+];
 
 /** One instance: its own Knex through the pooler and its router, served on its own port. */
 interface Instance {
@@ -64,7 +80,7 @@ async function call(instance: Instance, method: string, route: string, body?: un
     const logged: string[] = [];
     const log = (message: string, cause?: unknown) => void logged.push(`${message} ${cause instanceof Error ? cause.message : String(cause ?? '')}`);
     const logger = { error: log, warn: log, info: log };
-    const router = createRecordsRouter({ collections, logger, fileSweep: false, realtime: false, fileTokenSecret: TEST_FILE_TOKEN_SECRET, thumbnailWorkers: 1, ...rest, database: db });
+    const router = createRecordsRouter({ collections, logger, auth: (token) => TEST_IDENTITIES[token] ?? null, fileSweep: false, realtime: false, fileTokenSecret: TEST_FILE_TOKEN_SECRET, thumbnailWorkers: 1, ...rest, database: db });
     const served = await serveRouter(router);
     const made: Instance = {
       db,
@@ -141,5 +157,65 @@ async function call(instance: Instance, method: string, route: string, body?: un
     expect(await preparedOnServer(first)).toEqual([]);
     await first.close();
     await second.close();
+  }, TIMEOUT_MS);
+  test('preparedStatements: false: the records API through the pooler from two instances with the PocketBase SDK (CRUD, filter, sort, expand, files, batch, rules)', async () => {
+    const bouncer = await pooler(2);
+    const dir = dataDir();
+    const one = await instance(bouncer.url('postgres'), { dataDir: dir, preparedStatements: false, poolMax: 3 });
+    const two = await instance(bouncer.url('postgres'), { dataDir: dir, preparedStatements: false, poolMax: 3 });
+    const [guestOne, aliceOne, bobOne] = [sdkOf(one.served), sdkOf(one.served, 'token-alice'), sdkOf(one.served, 'token-bob')];
+    const [guestTwo, aliceTwo] = [sdkOf(two.served), sdkOf(two.served, 'token-alice')];
+    const alice = TEST_IDENTITIES['token-alice']!.id;
+
+    const ann = await guestOne.collection('authors').create({ name: 'Ann' });
+    const bea = await guestTwo.collection('authors').create({ name: 'Bea' });
+
+    // A rule-gated create: the guest is refused on one instance, Alice's lands on the other with a file.
+    await expect(guestTwo.collection('posts').create({ title: 'sneaky', owner: alice })).rejects.toMatchObject({ status: 403 });
+    const body = 'a file through the pooler';
+    const first = await aliceTwo.collection('posts').create({ title: 'hello one', owner: alice, author: ann.id, doc: new File([body], 'notes.txt', { type: 'text/plain' }) });
+    const second = await aliceOne.collection('posts').create({ title: 'hello two', owner: alice, author: bea.id });
+    await aliceOne.collection('posts').create({ title: 'other', owner: alice, author: ann.id });
+    expect(first.doc).toMatch(/^notes_\w+\.txt$/);
+
+    // List with filter, sort and expand, read on the instance that did not write.
+    const list = await guestOne.collection('posts').getList(1, 10, { filter: 'title ~ "hello"', sort: '-title', expand: 'author' });
+    expect(list.totalItems).toBe(2);
+    expect(list.items.map((item) => [item.title, item.expand?.author?.name])).toEqual([
+      ['hello two', 'Bea'],
+      ['hello one', 'Ann'],
+    ]);
+
+    // The file, uploaded through one instance, downloaded through the other.
+    const download = await fetch(guestOne.files.getURL(first, first.doc));
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe(body);
+
+    // Update: Bob is refused by the rule, Alice changes it, each on another instance than the create.
+    await expect(bobOne.collection('posts').update(first.id, { title: 'bob was here' })).rejects.toMatchObject({ status: 404 });
+    expect(await aliceOne.collection('posts').update(first.id, { title: 'hello one, edited' })).toMatchObject({ title: 'hello one, edited' });
+    expect(await guestTwo.collection('posts').getOne(first.id)).toMatchObject({ title: 'hello one, edited', author: ann.id });
+
+    // A batch: its statements in one transaction through the pooler.
+    const batch = aliceTwo.createBatch();
+    batch.collection('notes').create({ text: 'batched a' });
+    batch.collection('notes').create({ text: 'batched b' });
+    batch.collection('posts').update(second.id, { title: 'hello two, batched' });
+    const results = await batch.send();
+    expect(results.map((result) => result.status)).toEqual([200, 200, 200]);
+    expect((await guestOne.collection('notes').getFullList({ filter: 'text ~ "batched"', sort: 'text' })).map((note) => note.text)).toEqual(['batched a', 'batched b']);
+    expect(await guestOne.collection('posts').getOne(second.id)).toMatchObject({ title: 'hello two, batched' });
+
+    // Delete on one instance, gone on the other.
+    await aliceOne.collection('posts').delete(second.id);
+    await expect(guestTwo.collection('posts').getOne(second.id)).rejects.toMatchObject({ status: 404 });
+
+    // Through the pooler's two server connections, and nothing was ever prepared on them.
+    const servers = (await bouncer.admin('SHOW SERVERS')).filter((row) => row.database === 'postgres');
+    expect(servers.length).toBeLessThanOrEqual(2);
+    const prepared = await one.db.raw("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'rb\\_%'");
+    expect((prepared as { rows: { n: number }[] }).rows[0]!.n).toBe(0);
+    await one.close();
+    await two.close();
   }, TIMEOUT_MS);
 });
