@@ -15,7 +15,9 @@ import { DEFAULT_MAX_WAITING_PER_CLIENT, defaultStatementTimeoutMs } from './db/
 import { checkHooks, type RecordHooks } from './records/record-hooks.js';
 import type { CollectionDefinition } from './schema/definitions.js';
 import { checkMigrationsOption, type MigrationsOption } from './migrations/migration-definition.js';
+import type { ListenConnection } from './db/realtime/notification-listener.js';
 import type { RealtimeSettings } from './realtime/realtime-hub.js';
+import type { ReadReplicaSettings } from './db/replica/replica-reads.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -159,6 +161,13 @@ export interface RecordsRouterOptions {
    */
   backups?: Partial<BackupSettings>;
   /**
+   * A read replica (docs/deployment.md, "Read replicas"): a Knex for a hot standby of `database`,
+   * or `{ database, maxLagMs }`. Lists and their counts, views, expands and downloads' record reads
+   * go there while every commit older than `maxLagMs` (default 1000) is visible there and the
+   * caller's own writes have been replayed; everything else reads the primary. Default: none.
+   */
+  readReplica?: Knex | { database: Knex; maxLagMs?: number };
+  /**
    * Whether the few statements whose text is fixed per collection are sent as named prepared
    * statements (parsed once per connection). `false` for a pooler in transaction mode that does
    * not keep them: PgBouncer before 1.21 or without `max_prepared_statements` (docs/deployment.md,
@@ -194,6 +203,7 @@ export interface ResolvedOptions {
   migrations?: MigrationsOption;
   backups: BackupSettings;
   preparedStatements: boolean;
+  readReplica: ReadReplicaSettings | false;
 }
 
 /** What a default or a check may read: the options as given, and what the table resolved before it. */
@@ -219,7 +229,7 @@ export interface OptionEntry<T> {
 
 type Entries<T> = { readonly [K in keyof T]-?: OptionEntry<T[K]> };
 /** The options of the top level that the table resolves (the groups below have tables of their own). */
-type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir' | 'backups'>;
+type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir' | 'backups' | 'readReplica'>;
 
 /**
  * A group of settings under one key (`limits`, `batch`, ...): its table, and whether `false`
@@ -240,6 +250,7 @@ export interface OptionTable {
     readonly realtime: OptionGroup<RealtimeSettings>;
     readonly fileSweep: OptionGroup<Required<FileSweepOptions>>;
     readonly backups: OptionGroup<BackupSettings>;
+    readonly readReplica: OptionGroup<ReadReplicaSettings>;
   };
 }
 
@@ -292,6 +303,12 @@ function checkString(path: string, value: unknown): string {
   return value;
 }
 
+/** `realtime.listen`: what node-postgres connects with (a URL or its client settings), or a function making a `pg.Client`. */
+function checkListenConnection(path: string, value: unknown): ListenConnection {
+  if (typeof value === 'string' || typeof value === 'function' || (typeof value === 'object' && value !== null && !Array.isArray(value))) return value as ListenConnection;
+  throw new TypeError(`${path} must be a connection string, node-postgres client settings, or a function returning a new pg.Client`);
+}
+
 function checkLogger(path: string, value: unknown): Logger {
   const logger = value as Partial<Logger> | null;
   if (typeof logger !== 'object' || logger === null || ['error', 'warn', 'info'].some((name) => typeof logger[name as keyof Logger] !== 'function')) {
@@ -308,6 +325,14 @@ function checkStorage(path: string, value: unknown): Storage {
 /** For what another check owns: the definitions (compileCollections) and the Knex (checked at `ready`). */
 function keepAsGiven<T>(_path: string, value: unknown): T {
   return value as T;
+}
+
+/** A Knex for the replica; only beside a Postgres `database` (the embedded engine has no replicas). */
+function checkReplicaKnex(path: string, value: unknown, { given }: OptionContext): Knex {
+  if (typeof value !== 'function' || typeof (value as Partial<Knex>).client !== 'object') throw new TypeError(`${path} must be a Knex instance for the replica`);
+  if (given.database === undefined) throw new TypeError('readReplica needs `database`, a Knex for the primary: the embedded engine has no replicas');
+  if (value === given.database) throw new TypeError(`${path} is the primary's own Knex: give a Knex connected to the replica`);
+  return value as Knex;
 }
 
 /** A value a default is derived from (`dataDir` for `storage`, `limits` for `batch`), which the table resolves before it. */
@@ -391,6 +416,9 @@ export const OPTION_TABLE: OptionTable = {
       checkTimeoutMs: { derive: (context) => Math.min(500, resolvedBefore(context, 'limits').statementTimeoutMs), check: checkDuration },
       // On for PocketBase parity; docs/realtime.md says when to turn it off.
       subscriptionHeaders: { default: true, check: checkBoolean },
+      // Absent: the Knex's own settings (notification-listener.ts).
+      listen: { check: checkListenConnection },
+      listenCheckMs: { default: 2_000, check: checkDuration },
     }),
     fileSweep: switchable('fileSweep must be an object of settings or false', {
       intervalMs: { default: 6 * HOUR, check: checkDuration },
@@ -405,6 +433,11 @@ export const OPTION_TABLE: OptionTable = {
         maxCount: { default: 10, check: checkPositiveInteger },
       },
     },
+    readReplica: switchable('readReplica must be a Knex instance, { database, maxLagMs } or false', {
+      database: { check: checkReplicaKnex },
+      // A second: a list may lag a write by that much; lower costs more lag samples (a tenth of it apart).
+      maxLagMs: { default: 1000, check: checkDuration },
+    }),
   },
 };
 
@@ -447,6 +480,14 @@ function resolveGroup<T>(key: string, group: OptionGroup<T>, options: { given: u
   return resolveEntries(group.entries, { prefix: `${key}.`, given, into: {}, context: options.context, env: options.env });
 }
 
+/** `readReplica`: absent or false is none; a Knex alone is `{ database }`; the database is required. */
+function resolveReadReplica(given: RecordsRouterOptions['readReplica'] | false, options: { context: OptionContext; env: NodeJS.ProcessEnv }): ReadReplicaSettings | false {
+  if (given === undefined) return false;
+  const settings = resolveGroup('readReplica', OPTION_TABLE.groups.readReplica, { given: typeof given === 'function' ? { database: given } : given, ...options });
+  if (settings !== false && settings.database === undefined) throw new TypeError('readReplica.database is required: a Knex for the replica');
+  return settings;
+}
+
 /**
  * Resolves the options once, from OPTION_TABLE: the router and every command of the executable
  * call it, then compileCollections, so both refuse the same mistakes at once. Limits come from
@@ -464,6 +505,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
   resolved.realtime = resolveGroup('realtime', groups.realtime, { given: options.realtime, context, env });
   resolved.fileSweep = resolveGroup('fileSweep', groups.fileSweep, { given: options.fileSweep, context, env });
   resolved.backups = resolveGroup('backups', groups.backups, { given: options.backups, context, env }) as BackupSettings; // never off: canBeOff is false
+  resolved.readReplica = resolveReadReplica(options.readReplica, { context, env });
   resolved.uploadTempDir = path.join(resolvedBefore(context, 'dataDir'), 'uploads-tmp');
   return resolved as ResolvedOptions;
 }

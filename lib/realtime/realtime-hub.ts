@@ -1,10 +1,11 @@
+// Over 500 lines: one instance's realtime lifecycle (start with its check, streams, subscriptions, the messages between instances, close) shares its state; the messages between instances are the next part to move out.
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Identity } from '../auth/identity.js';
 import type { DatabaseContext } from '../db/statements/database-context.js';
 import { clientKeyOfAddress } from '../db/statements/fair-gate.js';
-import { startNotificationListener, type NotificationListener } from '../db/realtime/notification-listener.js';
+import { startNotificationListener, type ListenConnection, type NotificationListener } from '../db/realtime/notification-listener.js';
 import type { RecordStore } from '../db/record-store.js';
 import { CHANGES_CHANNEL, instanceChannel } from '../db/shared-names.js';
 import { StatementRunner } from '../db/statements/statement-runner.js';
@@ -15,6 +16,7 @@ import type { CollectionSchema, SchemaRegistry } from '../schema/collection-sche
 import { ChangeReader, type Change } from './change-reader.js';
 import { ClientRegistry } from './client-registry.js';
 import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
+import { PendingAcks } from './pending-acks.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
 import type { LocalClient, LocalSubscription } from './local-client.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, topicKey, type Subscription } from './parse-subscription.js';
@@ -55,6 +57,14 @@ export interface RealtimeSettings {
    * read every header as absent. Default true.
    */
   subscriptionHeaders: boolean;
+  /**
+   * Where LISTEN runs: a connection string, node-postgres client settings, or a function making a
+   * new `pg.Client`, to a direct or session-mode address. Absent: a connection made with the Knex's
+   * own settings, which a pooler in transaction mode cannot keep listening (docs/realtime.md).
+   */
+  listen?: ListenConnection;
+  /** How long the start-up check waits for its NOTIFY to come back on the LISTEN connection before `ready` rejects. Default 2,000. */
+  listenCheckMs: number;
 }
 
 /** What the hub needs from the router. */
@@ -122,7 +132,7 @@ export class RealtimeHub {
   private readonly reader: ChangeReader;
   private readonly delivery: ChangeDelivery;
   private readonly clientRegistry: ClientRegistry;
-  private readonly pendingAcks = new Map<string, () => void>();
+  private readonly pendingAcks = new PendingAcks();
   /** Identities forwarded to this instance, until all their parts have arrived. */
   private readonly handoffs = new IdentityHandoffs(FORWARD_TIMEOUT_MS);
   /** Streams per client address (maxClientsPerAddress). */
@@ -164,29 +174,64 @@ export class RealtimeHub {
    */
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
-    const { captureWasOn } = await hub.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
-    if (!captureWasOn) await hub.waitForUncapturedWrites('realtime capture was switched on');
-    await hub.reader.start();
-    hub.listener = await startNotificationListener({
+    try {
+      await hub.open();
+    } catch (error) {
+      await hub.close();
+      throw error;
+    }
+    return hub;
+  }
+
+  private async open(): Promise<void> {
+    const { options } = this;
+    const { captureWasOn } = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
+    if (!captureWasOn) await this.waitForUncapturedWrites('realtime capture was switched on');
+    await this.reader.start();
+    this.listener = await startNotificationListener({
       db: options.db,
-      channels: [CHANGES_CHANNEL, instanceChannel(hub.clientRegistry.instanceId)],
+      ...(options.settings.listen === undefined ? {} : { connection: options.settings.listen }),
+      channels: [CHANGES_CHANNEL, instanceChannel(this.clientRegistry.instanceId)],
       logger: options.logger,
       events: {
-        onNotification: (channel, payload) => hub.onNotification(channel, payload),
-        onConnected: () => hub.requestRead(),
+        onNotification: (channel, payload) => this.onNotification(channel, payload),
+        onConnected: () => this.requestRead(),
       },
     });
+    await this.checkNotificationsReturn(this.listener);
     const every = (ms: number, work: () => Promise<unknown>) => {
-      const timer = setInterval(() => void work().catch((err: unknown) => hub.report('realtime: background work failed', err)), ms);
+      const timer = setInterval(() => void work().catch((err: unknown) => this.report('realtime: background work failed', err)), ms);
       timer.unref();
-      hub.timers.push(timer);
+      this.timers.push(timer);
     };
-    every(SAFETY_POLL_MS, async () => hub.requestRead());
+    every(SAFETY_POLL_MS, async () => this.requestRead());
     every(options.settings.heartbeatMs, async () => {
-      for (const client of hub.clients.values()) client.stream?.heartbeat();
+      for (const client of this.clients.values()) client.stream?.heartbeat();
     });
-    every(options.settings.instanceHeartbeatMs, () => hub.beat());
-    return hub;
+    every(options.settings.instanceHeartbeatMs, () => this.beat());
+  }
+
+  /**
+   * The start-up check (DESIGN 21): a NOTIFY on this instance's own channel, sent through the
+   * send path every other statement takes, must come back on the LISTEN connection within
+   * `listenCheckMs`. Behind a pooler in transaction mode LISTEN holds no server session, so
+   * notifications never arrive: realtime would deliver only at the outbox's safety read and
+   * forwarded POSTs would answer 503. That must stop the start, with the fix, never pass silently.
+   */
+  private async checkNotificationsReturn(listener: NotificationListener): Promise<void> {
+    const waitMs = this.options.settings.listenCheckMs;
+    const ack = this.pendingAcks.expect(waitMs);
+    try {
+      const probe: InstanceMessage = { t: 'ack', a: ack.token };
+      await this.clientRegistry.notify(instanceChannel(this.instanceId), [JSON.stringify(probe)]);
+      if (await ack.arrived) return;
+    } finally {
+      ack.done();
+    }
+    throw new Error(
+      `realtime: notifications do not come back through ${listener.where} (a NOTIFY sent at start was not heard on the LISTEN connection within ${waitMs} ms, realtime.listenCheckMs): ` +
+        'a pooler in transaction mode? Set realtime.listen to a direct or session-mode URL, see docs/realtime.md',
+    );
   }
 
   /** This instance's id in the registry (its channel is `recordbase_i_<id>`). */
@@ -290,7 +335,7 @@ export class RealtimeHub {
     await this.listener?.close();
     for (const client of [...this.clients.values()]) client.stream?.end();
     await this.delivery.close();
-    for (const settle of this.pendingAcks.values()) settle();
+    this.pendingAcks.settleAll();
     this.handoffs.clear();
     await this.clientRegistry.removeInstance().catch((err: unknown) => this.report('realtime: could not remove this instance from the registry', err));
     // A read in progress finishes its change; later ones find no clients.
@@ -350,20 +395,14 @@ export class RealtimeHub {
    * POST's whole `identity` (in the notifications, never in a table), and waits for its ack.
    */
   private async forward(owner: string, clientId: string, identity: Identity | null): Promise<void> {
-    const token = randomBytes(12).toString('hex');
-    let timer: NodeJS.Timeout | undefined;
-    const acked = new Promise<boolean>((resolve) => {
-      this.pendingAcks.set(token, () => resolve(true));
-      timer = setTimeout(() => resolve(false), FORWARD_TIMEOUT_MS);
-    });
+    const ack = this.pendingAcks.expect(FORWARD_TIMEOUT_MS);
     try {
       const parts = splitIdentity(identity);
-      const messages = parts.map((d, i): InstanceMessage => ({ t: 'sync', c: clientId, a: token, r: this.instanceId, i, n: parts.length, d }));
+      const messages = parts.map((d, i): InstanceMessage => ({ t: 'sync', c: clientId, a: ack.token, r: this.instanceId, i, n: parts.length, d }));
       await this.clientRegistry.notify(instanceChannel(owner), messages.map((m) => JSON.stringify(m)));
-      if (!(await acked)) throw new UnavailableError(undefined, 'realtime_unavailable');
+      if (!(await ack.arrived)) throw new UnavailableError(undefined, 'realtime_unavailable');
     } finally {
-      clearTimeout(timer);
-      this.pendingAcks.delete(token);
+      ack.done();
     }
   }
 
@@ -380,7 +419,7 @@ export class RealtimeHub {
       return;
     }
     if (message.t === 'ack') {
-      this.pendingAcks.get(message.a)?.();
+      this.pendingAcks.settle(message.a);
       return;
     }
     if (message.t === 'sync' && typeof message.c === 'string' && typeof message.r === 'string' && typeof message.a === 'string') {

@@ -82,6 +82,12 @@ const DERIVED: Record<string, (cell: string) => Promise<void> | void> = {
     expect(resolveOptions({ collections: [], limits: { statementTimeoutMs: 5_000 } }, {}).realtime).toMatchObject({ checkTimeoutMs: 500 });
     expect(resolveOptions({ collections: [], limits: { statementTimeoutMs: 100 } }, {}).realtime).toMatchObject({ checkTimeoutMs: 100 });
   },
+  // Absent, the listener connects with the Knex's own settings: the table has no default.
+  'realtime.listen': (cell) => {
+    expect(cell).toMatch(/^the Knex's own connection/);
+    expect(ENTRIES.get('realtime.listen')).not.toHaveProperty('default');
+    expect(ENTRIES.get('realtime.listen')).not.toHaveProperty('derive');
+  },
   'batch.maxBodySize': (cell) => {
     expect(cell).toContain('limits.maxBodySize');
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 1234 } }, {}).batch).toMatchObject({ maxBodySize: 1234 });
@@ -122,9 +128,9 @@ describe('docs/limits.md', () => {
 
   test('the other way round: every limit, batch and realtime bound of the table is on the page', () => {
     const documented = new Set(rows.flatMap(({ paths }) => paths));
-    // The two heartbeats are intervals, and a switch is no bound: configuration.md has them.
+    // The two heartbeats are intervals, a switch and a connection (realtime.listen) are no bounds: configuration.md has them.
     const isSwitch = (path: string) => typeof ENTRIES.get(path)!.default === 'boolean';
-    const bounds = [...ENTRIES.keys()].filter((path) => /^(limits|batch)\./.test(path) || (path.startsWith('realtime.') && !/heartbeat/i.test(path) && !isSwitch(path)));
+    const bounds = [...ENTRIES.keys()].filter((path) => /^(limits|batch)\./.test(path) || (path.startsWith('realtime.') && !/heartbeat/i.test(path) && !isSwitch(path) && path !== 'realtime.listen'));
     expect(bounds.filter((path) => !documented.has(path))).toEqual([]);
     expect(documented.has('thumbnailWorkers')).toBe(true);
   });

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from '../../logger.js';
 import { quoteIdent as q } from '../../sql-fragment.js';
 import { LISTENER_APPLICATION_NAME } from '../shared-names.js';
@@ -10,8 +10,18 @@ export interface ListenerEvents {
   onConnected(): void;
 }
 
-/** A running listener; `close()` stops it for good. */
+/**
+ * Where LISTEN runs (`realtime.listen`, docs/realtime.md): a connection string, node-postgres client
+ * settings, or a function that makes a new, unconnected `pg.Client` (recordbase connects it, and
+ * ends it). Absent: a connection made with the Knex's own settings.
+ */
+export type ListenConnection = string | pg.ClientConfig | (() => pg.Client | Promise<pg.Client>);
+
+/** A running listener. */
 export interface NotificationListener {
+  /** Where it listens, for messages: `host:port` of its connection, or `the embedded engine`. */
+  readonly where: string;
+  /** Stops it for good. */
   close(): Promise<void>;
 }
 
@@ -43,32 +53,31 @@ function canListen(connection: unknown): connection is pg.Client {
  */
 export async function startNotificationListener(options: {
   db: Knex;
+  /** `realtime.listen`; absent: the Knex's own settings. */
+  connection?: ListenConnection;
   channels: readonly string[];
   events: ListenerEvents;
   logger: Logger;
 }): Promise<NotificationListener> {
   const { db, channels, events, logger } = options;
   if (isEmbedded(db.client)) {
+    if (options.connection !== undefined) {
+      throw new Error('realtime.listen is for a Postgres server; the embedded engine listens on its own connection: remove realtime.listen, or pass a Knex of a Postgres server as `database`.');
+    }
     const stop = await db.client.listen(channels, events.onNotification);
     events.onConnected();
-    return { close: stop };
+    return { where: 'the embedded engine', close: stop };
   }
-  const client = db.client as Knex.Client & { acquireRawConnection(): Promise<pg.Client>; destroyRawConnection(connection: pg.Client): Promise<void> };
+  const open = openListenConnection(db, options.connection);
   let closed = false;
   let connection: pg.Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let failures = 0;
+  let where = describeConnection(undefined, options.connection);
 
   const connect = async (): Promise<void> => {
-    const next = await client.acquireRawConnection();
-    if (!canListen(next)) {
-      await client.destroyRawConnection(next).catch(() => undefined);
-      throw new Error(
-        `realtime listens for changes over a node-postgres connection (a Knex with client 'pg') or the embedded engine; ` +
-          `this Knex's client (${String((client as { dialect?: unknown }).dialect ?? client.constructor.name)}) gives connections that cannot LISTEN. ` +
-          "Pass `realtime: false`, or a Knex with client 'pg'.",
-      );
-    }
+    const next = await open();
+    where = describeConnection(next, options.connection);
     let lost = false;
     const onLost = (reason: unknown) => {
       if (lost) return;
@@ -115,6 +124,9 @@ export async function startNotificationListener(options: {
 
   await connect();
   return {
+    get where() {
+      return where;
+    },
     async close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
@@ -125,5 +137,57 @@ export async function startNotificationListener(options: {
         await last.end().catch(() => undefined);
       }
     },
+  };
+}
+
+/** `host:port` of a listening connection (no user, no password), or what is known of it before it connects. */
+function describeConnection(connection: pg.Client | undefined, given: ListenConnection | undefined): string {
+  if (connection && typeof connection.host === 'string') return `${connection.host}:${String(connection.port)}`;
+  if (typeof given === 'string') {
+    try {
+      const url = new URL(given);
+      return `${url.hostname}:${url.port || '5432'}`;
+    } catch {
+      return 'realtime.listen';
+    }
+  }
+  return given === undefined ? "the Knex's connection" : 'realtime.listen';
+}
+
+/**
+ * How the listener opens its connection: with `given` (realtime.listen), a client of its own
+ * outside the Knex's pool; without, a raw connection of the Knex's client (its own settings).
+ */
+function openListenConnection(db: Knex, given: ListenConnection | undefined): () => Promise<pg.Client> {
+  if (given === undefined) {
+    const client = db.client as Knex.Client & { acquireRawConnection(): Promise<pg.Client>; destroyRawConnection(connection: pg.Client): Promise<void> };
+    return async () => {
+      const next = await client.acquireRawConnection();
+      if (!canListen(next)) {
+        await client.destroyRawConnection(next).catch(() => undefined);
+        throw new Error(
+          `realtime listens for changes over a node-postgres connection (a Knex with client 'pg') or the embedded engine; ` +
+            `this Knex's client (${String((client as { dialect?: unknown }).dialect ?? client.constructor.name)}) gives connections that cannot LISTEN. ` +
+            "Pass `realtime: false`, or a Knex with client 'pg'.",
+        );
+      }
+      return next;
+    };
+  }
+  return async () => {
+    const made = typeof given === 'function' ? await given() : new pg.Client(typeof given === 'string' ? { connectionString: given } : given);
+    if (!canListen(made)) throw new Error('realtime.listen must be a connection string, node-postgres client settings, or a function returning a new pg.Client');
+    // Until the listener's own handlers are on: an error of a connection not yet listening must not crash the process.
+    const ignore = () => undefined;
+    made.on('error', ignore);
+    try {
+      await made.connect();
+    } catch (error) {
+      await made.end().catch(() => undefined);
+      throw error;
+    } finally {
+      made.off('error', ignore);
+    }
+    return made;
   };
 }
