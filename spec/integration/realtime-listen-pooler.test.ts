@@ -178,4 +178,52 @@ interface Instance {
       (globalThis as { EventSource?: unknown }).EventSource = previous;
     }
   }, TIMEOUT_MS);
+
+  /** The pids of realtime's LISTEN connections on the server (not the pooler's server connections, which may carry the name a LISTEN through them SET). */
+  async function listenerPids(): Promise<number[]> {
+    const pooled = new Set((await bouncer.admin('SHOW SERVERS')).map((row) => Number(row.remote_pid)));
+    const { rows } = (await admin.raw('SELECT pid FROM pg_stat_activity WHERE application_name = ?', [LISTENER_APPLICATION_NAME])) as { rows: { pid: number }[] };
+    return rows.map((row) => row.pid).filter((pid) => !pooled.has(pid));
+  }
+
+  test.each([
+    ['through realtime.listen (direct), the Knex through the pooler', 'pooled'],
+    ['without a pooler (the Knex and LISTEN direct)', 'direct'],
+  ])('the LISTEN connection killed (pg_terminate_backend), %s: re-listened, and the changes written while it was down are delivered', async (_name, how) => {
+    const dir = dataDir();
+    const realtime = how === 'pooled' ? { listen: server.url } : {};
+    const url = how === 'pooled' ? bouncer.url('postgres') : server.url;
+    // Other tests' instances stay open until the end: this instance's listener is the new one.
+    const others = new Set(await listenerPids());
+    const ours = async () => (await listenerPids()).filter((pid) => !others.has(pid));
+    const a = await instance(url, realtime, dir);
+    const before = await ours();
+    expect(before).toHaveLength(1);
+    const sse = await openSse(`${a.served.baseUrl}/api/realtime`);
+    try {
+      const clientId = await sse.clientId();
+      expect((await postSubscriptions(a, clientId, ['notes/*'])).status).toBe(204);
+      const id = await seedNote('seeded');
+      await admin.raw('SELECT pg_terminate_backend(?)', [before[0]]);
+      // Written while the listener is down or reconnecting: its notifications are lost with it.
+      for (let i = 0; i < 5; i++) await updateNote(a, id, `while-down-${i}`);
+      const deadline = Date.now() + 10_000;
+      const texts = () => sse.messages('notes/*').map((m) => m.data.record['text']);
+      while (texts().length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+      // The seed's create (written after the subscription, before the kill), then every update once, in order.
+      expect(texts()).toEqual(['seeded', ...[0, 1, 2, 3, 4].map((i) => `while-down-${i}`)]);
+      // Listening again on a new connection, and a change after it is heard by notification.
+      const after = await ours();
+      expect(after).toHaveLength(1);
+      expect(after[0]).not.toBe(before[0]);
+      expect(a.logged.join('\n')).toMatch(/the listening connection was lost/);
+      const sent = Date.now();
+      await updateNote(a, id, 'after');
+      while (!texts().includes('after') && Date.now() < sent + 5_000) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(texts().at(-1)).toBe('after');
+      expect(Date.now() - sent).toBeLessThan(1_000);
+    } finally {
+      sse.close();
+    }
+  }, TIMEOUT_MS);
 });
