@@ -17,7 +17,7 @@ import type { CollectionDefinition } from './schema/definitions.js';
 import { checkMigrationsOption, type MigrationsOption } from './migrations/migration-definition.js';
 import type { ListenConnection } from './db/realtime/notification-listener.js';
 import type { RealtimeSettings } from './realtime/realtime-hub.js';
-import type { ReadReplicaSettings } from './db/replica/replica-reads.js';
+import { checkReplicaDatabase, type ReadReplicaSettings } from './db/replica/replica-reads.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -166,7 +166,7 @@ export interface RecordsRouterOptions {
    * go there while every commit older than `maxLagMs` (default 1000) is visible there and the
    * caller's own writes have been replayed; everything else reads the primary. Default: none.
    */
-  readReplica?: Knex | { database: Knex; maxLagMs?: number };
+  readReplica?: Knex | { database: Knex; maxLagMs?: number } | false;
   /**
    * Whether the few statements whose text is fixed per collection are sent as named prepared
    * statements (parsed once per connection). `false` for a pooler in transaction mode that does
@@ -327,14 +327,6 @@ function keepAsGiven<T>(_path: string, value: unknown): T {
   return value as T;
 }
 
-/** A Knex for the replica; only beside a Postgres `database` (the embedded engine has no replicas). */
-function checkReplicaKnex(path: string, value: unknown, { given }: OptionContext): Knex {
-  if (typeof value !== 'function' || typeof (value as Partial<Knex>).client !== 'object') throw new TypeError(`${path} must be a Knex instance for the replica`);
-  if (given.database === undefined) throw new TypeError('readReplica needs `database`, a Knex for the primary: the embedded engine has no replicas');
-  if (value === given.database) throw new TypeError(`${path} is the primary's own Knex: give a Knex connected to the replica`);
-  return value as Knex;
-}
-
 /** A value a default is derived from (`dataDir` for `storage`, `limits` for `batch`), which the table resolves before it. */
 function resolvedBefore<K extends 'dataDir' | 'limits'>(context: OptionContext, key: K): ResolvedOptions[K] {
   const value = context.resolved[key];
@@ -434,7 +426,7 @@ export const OPTION_TABLE: OptionTable = {
       },
     },
     readReplica: switchable('readReplica must be a Knex instance, { database, maxLagMs } or false', {
-      database: { check: checkReplicaKnex },
+      database: { derive: () => checkReplicaDatabase('readReplica.database', undefined, undefined), check: (path, value, { given }) => checkReplicaDatabase(path, value, given.database) },
       // A second: a list may lag a write by that much; lower costs more lag samples (a tenth of it apart).
       maxLagMs: { default: 1000, check: checkDuration },
     }),
@@ -480,14 +472,6 @@ function resolveGroup<T>(key: string, group: OptionGroup<T>, options: { given: u
   return resolveEntries(group.entries, { prefix: `${key}.`, given, into: {}, context: options.context, env: options.env });
 }
 
-/** `readReplica`: absent or false is none; a Knex alone is `{ database }`; the database is required. */
-function resolveReadReplica(given: RecordsRouterOptions['readReplica'] | false, options: { context: OptionContext; env: NodeJS.ProcessEnv }): ReadReplicaSettings | false {
-  if (given === undefined) return false;
-  const settings = resolveGroup('readReplica', OPTION_TABLE.groups.readReplica, { given: typeof given === 'function' ? { database: given } : given, ...options });
-  if (settings !== false && settings.database === undefined) throw new TypeError('readReplica.database is required: a Knex for the replica');
-  return settings;
-}
-
 /**
  * Resolves the options once, from OPTION_TABLE: the router and every command of the executable
  * call it, then compileCollections, so both refuse the same mistakes at once. Limits come from
@@ -505,7 +489,9 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
   resolved.realtime = resolveGroup('realtime', groups.realtime, { given: options.realtime, context, env });
   resolved.fileSweep = resolveGroup('fileSweep', groups.fileSweep, { given: options.fileSweep, context, env });
   resolved.backups = resolveGroup('backups', groups.backups, { given: options.backups, context, env }) as BackupSettings; // never off: canBeOff is false
-  resolved.readReplica = resolveReadReplica(options.readReplica, { context, env });
+  // Absent is none; a Knex alone is `{ database }` (checkReplicaDatabase requires one).
+  const replica = options.readReplica === undefined ? false : typeof options.readReplica === 'function' ? { database: options.readReplica } : options.readReplica;
+  resolved.readReplica = resolveGroup('readReplica', groups.readReplica, { given: replica, context, env });
   resolved.uploadTempDir = path.join(resolvedBefore(context, 'dataDir'), 'uploads-tmp');
   return resolved as ResolvedOptions;
 }

@@ -3,10 +3,11 @@ import type { Knex } from 'knex';
 import { DOWNLOAD_SOURCES, HEADER_ONLY } from './auth/extract-token.js';
 import { createFileTokens, loadFileTokenSecret, type FileTokens } from './auth/file-token.js';
 import { configureSendPath } from './db/statements/statement-bounds.js';
-import { checkDatabaseConnection, checkPrimaryServer } from './db/engine/check-database-connection.js';
+import { checkDatabaseConnection } from './db/engine/check-database-connection.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/engine/open-embedded-database.js';
 import { realtimeSchema } from './db/realtime/realtime-schema.js';
 import { RecordStore } from './db/record-store.js';
+import { ReplicaReads, type ReplicaStatus } from './db/replica/replica-reads.js';
 import { openSharedSetting } from './db/schema/settings-store.js';
 import { FILE_TOKEN_SECRET_SETTING } from './db/shared-names.js';
 import { syncDatabaseSchema } from './db/schema/sync-database-schema.js';
@@ -58,6 +59,12 @@ export interface RecordsRouter extends Router {
    */
   backup(options?: { name?: string }): Promise<CreatedBackup>;
   /**
+   * Where reads go with `readReplica` (docs/deployment.md, "Read replicas"): the replica's state,
+   * its lag's upper bound, the callers fenced to the primary, and reads counted by where they
+   * went. Undefined without a replica, and before `ready`.
+   */
+  replicaStatus(): ReplicaStatus | undefined;
+  /**
    * Releases what the router owns (the embedded database, thumbnail workers, the sweep timer) and
    * ends every realtime stream. A database you passed in stays open.
    */
@@ -99,6 +106,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.get('/', createLandingPage({ dashboard: resolved.dashboard, openapi: resolved.openapi, atAppRoot: 'next' }));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
   Object.defineProperty(router, 'api', { value: createRecordsApi(depsOnceStarted), enumerable: true });
+  Object.defineProperty(router, 'replicaStatus', { value: () => owned.replica?.status(), enumerable: true });
   Object.defineProperty(router, 'backup', { value: (request?: { name?: string }) => started.then((s) => s.runtime.backups.create(request), (err: unknown) => Promise.reject(describeStartFailure(err))), enumerable: true });
   let closing: Promise<void> | undefined;
   router.close = () => (closing ??= ready.catch(() => undefined).then(() => owned.release()));
@@ -116,6 +124,7 @@ class OwnedResources {
   database?: Knex;
   hub?: RealtimeHub;
   sweeper?: { stop(): Promise<void> };
+  replica?: ReplicaReads;
 
   constructor(resolved: ResolvedOptions) {
     this.pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
@@ -124,6 +133,7 @@ class OwnedResources {
   async release(): Promise<void> {
     await this.hub?.close();
     await this.sweeper?.stop();
+    await this.replica?.close();
     await this.pool?.close();
     await this.database?.destroy();
   }
@@ -152,7 +162,6 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const { resolved, owned } = options;
   const { logger, limits, storage } = resolved;
   if (resolved.database) checkDatabaseConnection(resolved.database);
-  if (resolved.database) await checkPrimaryServer(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
   configureSendPath(database, { fairness: { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient }, preparedStatements: resolved.preparedStatements });
   if (resolved.migrations !== undefined) {
@@ -164,6 +173,12 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir, keyInDataDir: owned.database !== undefined });
   await removeStaleSpools(resolved.uploadTempDir);
   const store = new RecordStore(database);
+  if (resolved.readReplica) {
+    const replica = resolved.readReplica.database;
+    checkDatabaseConnection(replica);
+    configureSendPath(replica, { fairness: { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient }, preparedStatements: resolved.preparedStatements });
+    owned.replica = await ReplicaReads.start({ primary: database, settings: resolved.readReplica, logger });
+  }
   const { service: records, apiDeps } = createRecordsRuntime({
     compiled,
     store,
@@ -175,6 +190,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     tempDir: resolved.uploadTempDir,
     bounds: { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs },
     apiFor: options.apiFor,
+    replica: owned.replica,
   });
   const thumbnails = createThumbnailCache({
     storage,

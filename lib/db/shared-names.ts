@@ -80,6 +80,12 @@ export const CAPTURE_DELETE_TRIGGER = '_recordbase_realtime_delete';
 
 /** The channel every change wakes (one notification per committing transaction: identical ones fold). */
 export const CHANGES_CHANNEL = 'recordbase_changes';
+/**
+ * Read-your-writes across instances with a read replica (lib/db/replica/replica-reads.ts): after a
+ * caller's write commits, its instance notifies here with a hash of the caller's key, and every
+ * instance reads that caller from the primary until the replica has replayed the write.
+ */
+export const READ_FENCES_CHANNEL = 'recordbase_read_fences';
 /** The start of every instance's own channel (instanceChannel). */
 export const INSTANCE_CHANNEL_PREFIX = 'recordbase_i_';
 

@@ -1,15 +1,14 @@
-import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import type { RecordStore, RecordValues } from '../db/record-store.js';
+import type { ReplicaReads } from '../db/replica/replica-reads.js';
 import { translateDatabaseError } from '../db/statements/translate-database-error.js';
 import type { DatabaseContext } from '../db/statements/database-context.js';
-import { listFieldFileNames, listFileNames, type RecordFiles } from '../files/record-files.js';
+import { listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { Upload } from '../files/upload.js';
 import type { Logger } from '../logger.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isReadableId, isRecordId } from '../schema/record-id.js';
-import { withRequestContext } from '../query/request-info.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
@@ -21,11 +20,15 @@ import { normalizeWrite } from './normalize-write.js';
 import { checkHookData, type HookRunner } from './record-hooks.js';
 import { RecordPresenter, type ResponseShape } from './present-records.js';
 import type { ExpandBudget, ExpandLimits } from './expand-records.js';
+import { findFileOwner, type FileOwner } from './find-file-owner.js';
+import { ReadRouting } from './read-routing.js';
 import { RecordWriter } from './record-writer.js';
 import type { RecordsApi } from './records-api.js';
 import { planWrite, type WritePlan } from './write-plan.js';
 import { runAutocommit, runWriteUnit, type WriteUnit } from './write-unit.js';
 import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
+
+export type { FileOwner } from './find-file-owner.js';
 
 /** How the service treats files, multipart updates and hooks. */
 export interface RecordServiceOptions {
@@ -41,6 +44,8 @@ export interface RecordServiceOptions {
   expandLimits: ExpandLimits;
   /** The server API bound to a write unit: what hooks receive as `api`. */
   apiFor(unit: WriteUnit | undefined): RecordsApi;
+  /** The read replica, when there is one (`readReplica`): lists, counts, views, expansions and downloads' record reads may go there (read-routing.ts). */
+  replica?: ReplicaReads;
 }
 
 /**
@@ -54,12 +59,6 @@ export interface OperationContext {
    * request's (lib/http/dispatch.ts), or the router's limits for a server-API call. None: unbounded.
    */
   database?: DatabaseContext;
-}
-
-/** The record a download names, and the file field that holds the name. */
-export interface FileOwner {
-  record: RecordValues;
-  field: FileFieldSchema;
 }
 
 /**
@@ -76,6 +75,7 @@ export interface FileOwner {
 export class RecordService {
   private readonly registry: SchemaRegistry;
   private readonly parts: RecordServiceParts;
+  private readonly routing: ReadRouting;
   /** Shapes stored records into answers; a scoped service presents through it with its own caller and store (`present`). */
   readonly presenter: RecordPresenter;
 
@@ -86,6 +86,7 @@ export class RecordService {
   ) {
     this.registry = compiled.registry;
     this.presenter = new RecordPresenter(compiled.registry, { expandLimits: options.expandLimits });
+    const routing = (this.routing = new ReadRouting(store, options.replica));
     this.parts = {
       compiled,
       options,
@@ -93,6 +94,7 @@ export class RecordService {
       writer: new RecordWriter(compiled, options.files),
       warnCleared: createClearedFieldsWarning(options.logger),
       storeOf: (context) => this.storeOf(context),
+      routing,
       inUnit: (context, work) => this.inUnit(context, work),
       runPlanned: (plan, context, work) => (plan === 'unit' ? this.inUnit(context, work) : runAutocommit(this.storeOf(context), work, options.logger)),
     };
@@ -126,22 +128,7 @@ export class RecordService {
    * that passes the view rule (404 otherwise, also when the rule is `null`).
    */
   async findFileOwner(collection: CollectionSchema, options: { id: string; name: string; caller: () => Promise<Caller> }, context: OperationContext = {}): Promise<FileOwner> {
-    return guard(async () => {
-      const notFound = () => new NotFoundError("The requested file wasn't found.", 'file_not_found');
-      if (!isReadableId(collection, options.id)) throw notFound();
-      const store = this.storeOf(context);
-      const record = await store.selectById({ collection, id: options.id });
-      const field = record && collection.fields.find((f): f is FileFieldSchema => f.type === 'file' && listFieldFileNames(record[f.name]).includes(options.name));
-      if (!record || !field) throw notFound();
-      if (field.definition.protected !== true) return { record, field };
-      const asked = await options.caller();
-      const caller: Caller = { request: withRequestContext(asked.request, 'protectedFile') };
-      if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
-      if (isSuperuser(caller)) return { record, field };
-      const where = compileRule({ registry: this.registry, collection, action: 'view', caller });
-      if (where === 'denied' || !(await store.selectById({ collection, id: options.id, where }))) throw notFound();
-      return { record, field };
-    });
+    return guard(() => findFileOwner({ registry: this.registry, routing: this.routing, collection, context }, options));
   }
 
   /**
@@ -163,6 +150,8 @@ export interface RecordServiceParts {
   /** Logs (rate-limited) a replace-mode multipart update that the rule refused after it cleared fields. */
   readonly warnCleared: ClearedFieldsWarning;
   storeOf(context: OperationContext): RecordStore;
+  /** Where reads that may go to a read replica are sent (read-routing.ts), and a committed write's fence. */
+  readonly routing: ReadRouting;
   inUnit<T>(context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T>;
   /** Runs a write's steps as its plan sends them (lib/records/write-plan.ts): in the context's unit or one of its own, or as autocommit statements. */
   runPlanned<T>(plan: WritePlan, context: OperationContext, work: (unit: WriteUnit) => Promise<T>): Promise<T>;
@@ -195,7 +184,9 @@ export class ScopedRecordService {
    * responses of one answer (a batch's).
    */
   present(collection: CollectionSchema, records: readonly RecordValues[], options: { shape: ResponseShape; budget?: ExpandBudget }): Promise<Record<string, unknown>[]> {
-    return this.parts.presenter.present({ collection, records, caller: this.caller, shape: options.shape, store: this.parts.storeOf(this.context), budget: options.budget });
+    // Nothing to expand (most responses) reads nothing: no routing decision to make.
+    const present = (store: RecordStore) => this.parts.presenter.present({ collection, records, caller: this.caller, shape: options.shape, store, budget: options.budget });
+    return options.shape.tree.size === 0 ? present(this.parts.storeOf(this.context)) : this.parts.routing.read(this.readerKeys(), this.context, present);
   }
 
   /** A page of records that pass the list rule and the filter. */
@@ -203,13 +194,14 @@ export class ScopedRecordService {
     return guard(async () => {
       const { registry } = this.parts.compiled;
       const { caller } = this;
-      const store = this.parts.storeOf(this.context);
       const where = fenceFilter(this.rule(collection, 'list'), compileUserFilter({ registry, collection, filter: query.filter, caller }));
       const orderBy = compileRecordOrder({ registry, collection, sort: query.sort, caller });
-      const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
-      if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
-      const totalItems = await store.count({ collection, where });
-      return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
+      return this.parts.routing.read(this.readerKeys(), this.context, async (store) => {
+        const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
+        if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
+        const totalItems = await store.count({ collection, where });
+        return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
+      });
     });
   }
 
@@ -219,7 +211,7 @@ export class ScopedRecordService {
     try {
       const where = this.rule(collection, 'view');
       if (!isReadableId(collection, id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-      const record = await this.parts.storeOf(this.context).selectById({ collection, id, where });
+      const record = await this.parts.routing.read(this.readerKeys(), this.context, (store) => store.selectById({ collection, id, where }));
       if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
       return record;
     } catch (err) {
@@ -256,6 +248,7 @@ export class ScopedRecordService {
         const values = writer.validate(collection, write);
         await writer.writeFiles(unit, collection, { id, values, write });
         const created = await writer.insert(unit.store, collection, { id, values });
+        this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
         unit.afterCommit(() => hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, undefined), record: created }));
         return created;
       });
@@ -334,6 +327,7 @@ export class ScopedRecordService {
       version === undefined ? unit.store.update(collection, id, values) : unit.store.updateVersion(collection, id, values, { version, where }),
     );
     if (!result) return undefined;
+    this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
     const kept = new Set(listFileNames(collection, result));
     const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
     unit.afterCommit(() => options.files.removeNames(collection, id, removed));
@@ -411,11 +405,17 @@ export class ScopedRecordService {
   /** Leaves to the unit's commit what follows deleted records: their files removed, then the after-hooks of each. */
   private afterDeleting(unit: WriteUnit, deleted: DeletedRecord[]): DeletedRecord[] {
     const { hooks, files } = this.parts.options;
+    this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
     unit.afterCommit(() => files.removeRecords(deleted));
     for (const { collection, record } of deleted) {
       unit.afterCommit(() => hooks.runAfter(collection, 'afterDelete', { ...this.eventBase(collection, undefined), record }));
     }
     return deleted;
+  }
+
+  /** The keys this caller's reads are routed and fenced by (read-routing.ts). */
+  private readerKeys(): string[] {
+    return this.parts.routing.keysOf(this.caller, this.context);
   }
 
   /** What every hook event of this write carries. */

@@ -1,4 +1,5 @@
 import type { RecordStore } from '../db/record-store.js';
+import type { ReplicaReads } from '../db/replica/replica-reads.js';
 import { RecordFiles } from '../files/record-files.js';
 import type { Storage } from '../files/storage.js';
 import type { Logger } from '../logger.js';
@@ -24,6 +25,8 @@ export interface RecordsRuntimeOptions {
   readonly bounds: RecordsApiDeps['bounds'];
   /** The server API bound to a write unit: what hooks receive as `api`. */
   readonly apiFor: RecordServiceOptions['apiFor'];
+  /** The read replica (the router's `readReplica`; a migration has none): where the service's reads may go (read-routing.ts). */
+  readonly replica?: ReplicaReads;
 }
 
 /** The records stack: the service (with its presenter), and what the server API works through. */
@@ -46,6 +49,7 @@ export function createRecordsRuntime(options: RecordsRuntimeOptions): RecordsRun
     logger,
     expandLimits: { maxRecords: limits.maxExpandRecords, maxBytes: limits.maxExpandBytes },
     apiFor: options.apiFor,
+    replica: options.replica,
   });
   return { service, apiDeps: { service, maxPerPage: limits.maxPerPage, maxFileSize: limits.maxFileSize, tempDir: options.tempDir, bounds: options.bounds } };
 }
