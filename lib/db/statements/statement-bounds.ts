@@ -221,6 +221,27 @@ interface QueryConnection {
   query(config: SentStatement['config']): Promise<unknown>;
 }
 
+/** Knex's client as the dialect fallback uses it: its query method (which emits the `query` event itself). */
+interface DialectClient {
+  emit(event: string, data: unknown): boolean;
+  query(connection: unknown, obj: { sql: string; bindings: unknown[]; options: { name?: string; types?: unknown } }): Promise<{ response: unknown }>;
+}
+
+/**
+ * Sends one statement: on a node-postgres client (both engines' connections, and every Knex of
+ * the `pg` client) with its public `query`; on a connection of another Postgres dialect (a
+ * host's knex-pglite, whose connections are PGlite instances) through that dialect's Knex client
+ * `query`, which knows its connection. Either way Knex's `query` event is emitted once.
+ */
+function send(client: DialectClient, connection: unknown, statement: SentStatement): Promise<unknown> {
+  if (isConnectionObject(connection) && 'processID' in connection && typeof (connection as unknown as Partial<QueryConnection>).query === 'function') {
+    client.emit('query', { sql: statement.sql, bindings: statement.bindings, method: 'raw' });
+    return (connection as unknown as QueryConnection).query(statement.config);
+  }
+  const { name, types } = statement.config;
+  return client.query(connection, { sql: statement.sql, bindings: [...statement.bindings], options: name === undefined ? { types } : { name, types } }).then((obj) => obj.response);
+}
+
 /**
  * Sends `statement` on `connection` with node-postgres's public `query`, bounded by `context`
  * when there is one: cancelled past its limit (the statement timeout, or what is left of its
@@ -228,7 +249,7 @@ interface QueryConnection {
  * first, so a host's query log (`knex.on('query')`) shows recordbase's statements as before.
  */
 export function sendWithin(db: Knex, connection: unknown, statement: SentStatement, context: DatabaseContext | undefined): Promise<unknown> {
-  const client = db.client as unknown as PoolClient & { emit(event: string, data: unknown): boolean };
+  const client = db.client as unknown as PoolClient & DialectClient;
   const restarted = restartReasonOf(connection);
   if (restarted !== undefined) {
     if (!ROLLBACK.test(statement.sql)) return Promise.reject(restarted);
@@ -246,8 +267,7 @@ export function sendWithin(db: Knex, connection: unknown, statement: SentStateme
     else if (aborted) return Promise.reject(new StatementInterruptedError('aborted', undefined, false));
     if (limitMs === 0) return Promise.reject(new StatementInterruptedError('timeout', context.statementTimeoutMs, false));
   }
-  client.emit('query', { sql: statement.sql, bindings: statement.bindings, method: 'raw' });
-  const running = (connection as QueryConnection).query(statement.config);
+  const running = send(client, connection, statement);
   if (context === undefined) return running;
   return runBounded(client, { context, connection, limitMs }, running);
 }
