@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { DOWNLOAD_SOURCES, HEADER_ONLY } from './auth/extract-token.js';
 import { createFileTokens, loadFileTokenSecret, type FileTokens } from './auth/file-token.js';
 import { configureSendPath } from './db/statements/statement-bounds.js';
-import { checkDatabaseConnection } from './db/engine/check-database-connection.js';
+import { checkDatabaseConnection, checkPrimaryServer } from './db/engine/check-database-connection.js';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from './db/engine/open-embedded-database.js';
 import { realtimeSchema } from './db/realtime/realtime-schema.js';
 import { RecordStore } from './db/record-store.js';
@@ -162,6 +162,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   const { resolved, owned } = options;
   const { logger, limits, storage } = resolved;
   if (resolved.database) checkDatabaseConnection(resolved.database);
+  if (resolved.database) await checkPrimaryServer(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
   configureSendPath(database, { fairness: { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient }, preparedStatements: resolved.preparedStatements });
   if (resolved.migrations !== undefined) {
