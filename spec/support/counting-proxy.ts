@@ -6,6 +6,7 @@
  * What it counts is what reached the server, whatever client library or send path built it.
  */
 import net from 'node:net';
+import { connectUpstream } from './upstream-socket.js';
 
 /** One statement a client sent: its text, empty for a prepared statement executed again by name. */
 export interface SentStatement {
@@ -28,16 +29,7 @@ export async function startCountingProxy(target: { host: string; port: number })
   const sockets = new Set<net.Socket>();
 
   const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
+    const upstream = connectUpstream(client, target, sockets);
     const read = readFrontendMessages((statement) => sent.push(statement));
     client.on('data', (chunk: Buffer) => read(chunk));
     client.pipe(upstream);

@@ -6,6 +6,7 @@
  * the held bytes through and traffic flow again.
  */
 import net from 'node:net';
+import { connectUpstream } from './upstream-socket.js';
 
 /** A running proxy: clients connect to `port` on 127.0.0.1 and reach the target. */
 export interface FreezingProxy {
@@ -25,16 +26,7 @@ export async function startFreezingProxy(target: { host: string; port: number })
   const pairs = new Set<[net.Socket, net.Socket]>();
 
   const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
+    const upstream = connectUpstream(client, target, sockets);
     client.pipe(upstream);
     upstream.pipe(client);
     const pair: [net.Socket, net.Socket] = [client, upstream];
