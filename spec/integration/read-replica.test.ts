@@ -117,11 +117,16 @@ async function until(what: string, probe: () => boolean | Promise<boolean>, time
   }
 }
 
-/** Reads keep the lag sampled; once the replica has caught up the instance says `replica`. */
+/**
+ * Reads keep the lag sampled; once the replica has caught up the instance says `replica`, and
+ * once it has replayed every earlier write no caller is fenced (an earlier test's writer would
+ * otherwise still read from the primary, rightly).
+ */
 async function untilOnReplica(instance: Instance): Promise<void> {
   await until('the instance reads from the replica', async () => {
     await call(instance, 'carol', 'GET', '/api/collections/tags/records');
-    return instance.router.replicaStatus()?.state === 'replica';
+    const status = instance.router.replicaStatus();
+    return status?.state === 'replica' && status.fencedCallers === 0;
   });
 }
 
@@ -156,6 +161,10 @@ describe('reads from a read replica', () => {
     await call(a, 'root', 'POST', '/api/collections/members/records', { user: 'bob' });
     postId = (await call(a, 'root', 'POST', '/api/collections/posts/records', { title: 'first', owner: 'root', tag: tag.body.id })).body.id;
     await pair.waitForReplay();
+  }, TIMEOUT_MS);
+
+  afterEach(async () => {
+    await pair?.resumeReplay().catch(() => undefined);
   }, TIMEOUT_MS);
 
   afterAll(async () => {
@@ -270,6 +279,5 @@ describe('reads from a read replica', () => {
     await Promise.all(load);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     expect(recordStatements(proxy).length).toBeGreaterThan(0);
-    expect(a.router.replicaStatus()!.reads.replicaFailed).toBeGreaterThanOrEqual(0);
   }, TIMEOUT_MS);
 });

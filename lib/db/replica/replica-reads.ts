@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { UnavailableError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { startNotificationListener, type NotificationListener } from '../realtime/notification-listener.js';
 import { READ_FENCES_CHANNEL } from '../shared-names.js';
@@ -135,16 +136,22 @@ export class ReplicaReads {
    * replica refused as it would any (a timeout, a bad value) is the read's own error.
    */
   replicaFailed(err: unknown): boolean {
+    // The presenter's expansion answers an unavailable database already translated (a 503): the replica's, here.
+    if (err instanceof UnavailableError) return this.noteReplicaFailure(err.cause ?? err);
     const interrupted = err instanceof StatementInterruptedError && (err.reason === 'busy' || err.reason === 'unresponsive');
     const code = (err as { code?: unknown } | null)?.code;
     const failed = interrupted || isUnavailableError(err) || (typeof code === 'string' && RECOVERY_CONFLICT_SQLSTATES.has(code));
-    if (failed) {
-      this.counts.replicaFailed++;
-      this.counts.primary++;
-      this.lag.noteFailure(err instanceof Error ? err.message : String(err));
-      this.logger.warn(`read replica: a read failed there and went to the primary (${err instanceof Error ? err.message : String(err)})`);
-    }
-    return failed;
+    return failed && this.noteReplicaFailure(err);
+  }
+
+  /** Counts a read the replica failed and skips the replica until a sample succeeds; true. */
+  private noteReplicaFailure(err: unknown): true {
+    const reason = err instanceof Error ? err.message : String(err);
+    this.counts.replicaFailed++;
+    this.counts.primary++;
+    this.lag.noteFailure(reason);
+    this.logger.warn(`read replica: a read failed there and went to the primary (${reason})`);
+    return true;
   }
 
   /**
