@@ -13,7 +13,7 @@ const collections = (): CollectionDefinition[] => [
 ];
 const create = (name: string) => ({ method: 'POST', url: '/api/collections/items/records', body: { name } });
 
-describe.each(testEngines())('batch requests on %s', (engine) => {
+describe.each(testEngines({ pooler: true }))('batch requests on %s', (engine) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await startTestApp(engine, {

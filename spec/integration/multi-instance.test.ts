@@ -10,8 +10,8 @@ import { fileCollections, makePng } from '../support/file-fixtures.js';
 import { startInstances, type Instance, type SharedStorage } from '../support/multi-instance.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from '../support/round-robin-proxy.js';
 import { startS3TestServer, type S3TestServer } from '../support/s3-test-server.js';
-import { TEST_IDENTITIES } from '../support/test-app.js';
-import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
+import { engineOptions, TEST_IDENTITIES } from '../support/test-app.js';
+import { openTestDatabase, testEngines, type TestDatabase, type TestEngine } from '../support/test-database.js';
 
 const ALICE_ID = TEST_IDENTITIES['token-alice']!.id;
 
@@ -47,10 +47,13 @@ async function download(url: string): Promise<{ status: number; type: string | n
 }
 
 // Several processes on one database need a real Postgres server: PGlite belongs to one process.
-const storages = testEngines().includes('postgres') ? (['disk', 's3'] as const) : [];
-if (storages.length === 0) console.warn('Postgres is not reachable: the multi-instance suite does not run.');
+// Through PgBouncer (transaction mode) on disk storage only: the storage kinds do not touch the pooler.
+const cases: Array<[SharedStorage['kind'], TestEngine]> = testEngines({ pooler: true })
+  .filter((engine) => engine !== 'pglite')
+  .flatMap((engine) => (engine === 'pgbouncer' ? (['disk'] as const) : (['disk', 's3'] as const)).map((kind): [SharedStorage['kind'], TestEngine] => [kind, engine]));
+if (cases.length === 0) console.warn('Postgres is not reachable: the multi-instance suite does not run.');
 
-describe.each(storages)('three instances on one Postgres and one %s storage, behind a round-robin proxy', (kind) => {
+describe.each(cases)('three instances on one Postgres and one %s storage, behind a round-robin proxy, on %s', (kind, engine) => {
   let database: TestDatabase;
   let s3: S3TestServer | undefined;
   let diskRoot: string | undefined;
@@ -61,8 +64,7 @@ describe.each(storages)('three instances on one Postgres and one %s storage, beh
 
   beforeAll(async () => {
     await ensureBuilt();
-    database = await openTestDatabase('postgres');
-    const schema = ((await database.db.raw('SELECT current_schema() AS s')) as { rows: { s: string }[] }).rows[0]!.s;
+    database = await openTestDatabase(engine);
     let storage: SharedStorage;
     if (kind === 's3') {
       s3 = await startS3TestServer();
@@ -74,8 +76,9 @@ describe.each(storages)('three instances on one Postgres and one %s storage, beh
     // All three start at once on an empty schema: their schema syncs and secrets race.
     ({ instances, stopAll } = await startInstances({
       count: 3,
-      databaseUrl: process.env.RB_TEST_POSTGRES!,
-      schema,
+      databaseUrl: database.url!,
+      schema: database.schema,
+      ...engineOptions(database, {}),
       storage,
       collections: fileCollections(),
       identities: TEST_IDENTITIES,

@@ -41,7 +41,7 @@ function collections(): CollectionDefinition[] {
   ];
 }
 
-describe.each(testEngines())('realtime on %s', (engine) => {
+describe.each(testEngines({ pooler: true }))('realtime on %s', (engine) => {
   let app: TestApp;
   const open: SseConnection[] = [];
   beforeAll(async () => {
@@ -347,7 +347,7 @@ describe.each(testEngines())('realtime on %s', (engine) => {
   });
 });
 
-describe.each(testEngines().filter((e) => e === 'postgres'))('realtime across connections and routers on %s', (engine) => {
+describe.each(testEngines({ pooler: true }).filter((e) => e !== 'pglite'))('realtime across connections and routers on %s', (engine) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await startTestApp(engine, { collections: collections() });
@@ -411,7 +411,7 @@ describe.each(testEngines().filter((e) => e === 'postgres'))('realtime across co
   });
 });
 
-describe.each(testEngines())('realtime limits and switches on %s', (engine) => {
+describe.each(testEngines({ pooler: true }))('realtime limits and switches on %s', (engine) => {
   test('realtime: false answers 404 on both routes', async () => {
     const app = await startTestApp(engine, { collections: collections(), realtime: false });
     try {

@@ -5,7 +5,7 @@ import { testEngines } from '../support/test-database.js';
 const RECORD_DATE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ROOT = { Authorization: 'token-root' };
 
-describe.each(testEngines())('records CRUD on %s', (engine) => {
+describe.each(testEngines({ pooler: true }))('records CRUD on %s', (engine) => {
   let app: TestApp;
   const api = (path: string) => `/backend/api/collections/${path}`;
 

@@ -4,9 +4,12 @@
 // without a TypeScript toolchain.
 //
 // Its whole configuration comes as JSON in RB_INSTANCE_CONFIG:
-// { databaseUrl, schema, dataDir, collections, identities: {token: identity},
+// { databaseUrl, schema?, dataDir, collections, identities: {token: identity},
 //   storage: { kind: 'disk', root } | { kind: 's3', bucket, prefix, client },
-//   realtime?: the router's `realtime` option, passed through (left out: the default) }
+//   realtime?: the router's `realtime` option, passed through (left out: the default),
+//   preparedStatements?: the router's option, passed through (left out: the default) }
+// Without a schema the Knex sets no search_path (behind a pooler in transaction mode it would not
+// follow the client anyway).
 // No fileTokenSecret: instances must agree on the one kept in the database.
 // Sends {port} over IPC once `ready` resolved, {error} if it rejected; exits when the parent goes.
 import express from 'express';
@@ -22,7 +25,7 @@ async function openStorage(settings) {
   return s3Storage({ bucket: settings.bucket, prefix: settings.prefix, client: settings.client });
 }
 
-const database = knex({ client: 'pg', connection: config.databaseUrl, searchPath: [config.schema], pool: { min: 0, max: 10 } });
+const database = knex({ client: 'pg', connection: config.databaseUrl, ...(config.schema ? { searchPath: [config.schema] } : {}), pool: { min: 0, max: 10 } });
 const router = createRecordsRouter({
   collections: config.collections,
   database,
@@ -33,6 +36,7 @@ const router = createRecordsRouter({
   fileSweep: false,
   thumbnailWorkers: 1,
   ...(config.realtime === undefined ? {} : { realtime: config.realtime }),
+  ...(config.preparedStatements === undefined ? {} : { preparedStatements: config.preparedStatements }),
 });
 
 try {

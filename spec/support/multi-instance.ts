@@ -24,9 +24,11 @@ export interface Instance {
 /** Options of `startInstances`. */
 export interface StartInstancesOptions {
   count: number;
-  /** Postgres URL and schema every instance uses. */
+  /** Postgres URL and schema every instance uses (a schema is set with Knex's searchPath; left out, none: the database's default). */
   databaseUrl: string;
-  schema: string;
+  schema?: string;
+  /** The router's `preparedStatements` for every instance (false behind a pooler in transaction mode); left out, the default. */
+  preparedStatements?: boolean;
   storage: SharedStorage;
   collections: CollectionDefinition[];
   identities: Record<string, Identity>;
@@ -63,6 +65,7 @@ export async function startInstances(options: StartInstancesOptions): Promise<{ 
       identities: options.identities,
       storage: options.storage,
       realtime: options.realtime,
+      preparedStatements: options.preparedStatements,
     };
     const child = fork(SERVER_SCRIPT, [], { env: { ...process.env, RB_INSTANCE_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);

@@ -8,7 +8,7 @@ import supertest from 'supertest';
 import { createAppServer, createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import type { RecordsRouterOptions } from '../../lib/options.js';
 import type { Identity } from '../../lib/auth/identity.js';
-import { openTestDatabase, type Engine, type TestDatabase } from './test-database.js';
+import { openTestDatabase, type TestDatabase, type TestEngine } from './test-database.js';
 
 /** Tokens the test auth() accepts, and the identities they stand for. */
 export const TEST_IDENTITIES: Record<string, Identity> = {
@@ -41,11 +41,24 @@ export function createMemoryLogger() {
 export const TEST_FILE_TOKEN_SECRET = 'test-file-token-secret-0123456789abcdef';
 
 /**
+ * What an engine needs of a router's options. Through the pooler (`pgbouncer`, transaction mode,
+ * PgBouncer 1.18): `preparedStatements: false`, and realtime's LISTEN on the database's direct URL
+ * (`realtime.listen`), unless realtime is off or the test gave a listen of its own; as
+ * docs/deployment.md ("Behind a pooler") tells a host to do. Suites that start routers of their
+ * own (processes: multi-instance.ts) spread it into theirs.
+ */
+export function engineOptions<T extends Partial<RecordsRouterOptions>>(database: TestDatabase, options: T): T {
+  if (database.engine !== 'pgbouncer') return options;
+  const realtime = options.realtime === false ? false : { listen: database.directUrl!, ...options.realtime };
+  return { preparedStatements: false, ...options, realtime };
+}
+
+/**
  * Starts a host app for one engine: isolated database, a temporary dataDir (so the default disk
  * storage and upload spool are private to the app and removed at close), router under /backend,
  * test auth (TEST_IDENTITIES), no file sweep, listening on an ephemeral port.
  */
-export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOptions, 'database'>): Promise<TestApp> {
+export async function startTestApp(engine: TestEngine, options: Omit<RecordsRouterOptions, 'database'>): Promise<TestApp> {
   const database = await openTestDatabase(engine);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'rb-app-'));
   const router = createRecordsRouter({
@@ -55,7 +68,7 @@ export async function startTestApp(engine: Engine, options: Omit<RecordsRouterOp
     fileSweep: false,
     fileTokenSecret: TEST_FILE_TOKEN_SECRET,
     thumbnailWorkers: 1,
-    ...options,
+    ...engineOptions(database, options),
     database: database.db,
   });
   await router.ready;
@@ -98,7 +111,7 @@ export async function startSiblingRouter(app: TestApp, options: Omit<RecordsRout
     fileSweep: false,
     fileTokenSecret: TEST_FILE_TOKEN_SECRET,
     thumbnailWorkers: 1,
-    ...options,
+    ...engineOptions(app.database, options),
     dataDir: app.dataDir,
     database: app.database.db,
   });
