@@ -71,7 +71,15 @@ export async function startTestApp(engine: TestEngine, options: Omit<RecordsRout
     ...engineOptions(database, options),
     database: database.db,
   });
-  await router.ready;
+  try {
+    await router.ready;
+  } catch (error) {
+    // The caller gets no app to close: what was opened for it goes here (on pgbouncer, a whole database).
+    await router.close().catch(() => undefined);
+    await database.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   const app = express();
   app.use('/backend', router);
   // As the docs advise a host (docs/configuration.md, "Serving the app"); startSiblingRouter keeps Express's own app.listen.
