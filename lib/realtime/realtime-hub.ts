@@ -1,4 +1,3 @@
-// Over 500 lines: one instance's realtime lifecycle (start with its check, streams, subscriptions, the messages between instances, close) shares its state; the messages between instances are the next part to move out.
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Knex } from 'knex';
@@ -13,11 +12,11 @@ import { BadRequestError, UnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import { ChangeReader, type Change } from './change-reader.js';
+import { ChangeReader } from './change-reader.js';
+import { OutboxReads } from './outbox-reads.js';
 import { ClientRegistry } from './client-registry.js';
-import { IdentityHandoffs, splitIdentity } from './identity-handoffs.js';
-import { PendingAcks } from './pending-acks.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
+import { InstanceMessages } from './instance-messages.js';
 import type { LocalClient, LocalSubscription } from './local-client.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, topicKey, type Subscription } from './parse-subscription.js';
 import { SseStream } from './sse-stream.js';
@@ -83,15 +82,6 @@ export interface RealtimeHubOptions {
 
 /** How often the outbox is read even without a notification (a notification lost with a connection). */
 const SAFETY_POLL_MS = 2_000;
-/**
- * The least time from the start of one read of the outbox to the start of the next: a read
- * follows a notification at once when the last one began longer ago, else waits out the rest.
- * Under a stream of commits (each its own notification) a read then takes what 10 ms of them
- * wrote, in one page, instead of one or two changes for its two statements.
- */
-const READ_INTERVAL_MS = 10;
-/** How long a POST waits for the instance that holds its stream to apply the subscriptions. */
-const FORWARD_TIMEOUT_MS = 3_000;
 /** An instance is taken for gone after this many missed heartbeats (and its row stops keeping capture on). */
 const STALE_HEARTBEATS = 3;
 /** While no client of any instance subscribes, outbox rows are kept this long (not outboxRetentionMs). */
@@ -107,18 +97,10 @@ export function newClientId(): string {
 }
 
 /**
- * Messages between instances on their own channels. A `sync` (apply client `c`'s subscriptions,
- * then ack `a` to instance `r`) carries the POST's whole identity, which the registry does not
- * keep: part `i` of `n` (splitIdentity), one notification each, sent together. A `sync` of older
- * code has no parts: the identity is then the registry row's.
- */
-type InstanceMessage = { t: 'sync'; c: string; a: string; r: string; i?: number; n?: number; d?: string } | { t: 'ack'; a: string };
-
-/**
  * Realtime on one instance (docs/realtime.md): holds this instance's streams and their
  * subscriptions, reads committed changes from the outbox when notified and hands them to
  * delivery (deliver-changes.ts), which checks the rules and writes the messages. The registry in
- * Postgres lets a POST reach any instance.
+ * Postgres lets a POST reach any instance (instance-messages.ts).
  */
 export class RealtimeHub {
   private readonly clients = new Map<string, LocalClient>();
@@ -129,21 +111,14 @@ export class RealtimeHub {
   private readonly runner: StatementRunner;
   /** The records' store, bounded as `runner`. */
   private readonly store: RecordStore;
-  private readonly reader: ChangeReader;
+  private readonly reads: OutboxReads;
   private readonly delivery: ChangeDelivery;
   private readonly clientRegistry: ClientRegistry;
-  private readonly pendingAcks = new PendingAcks();
-  /** Identities forwarded to this instance, until all their parts have arrived. */
-  private readonly handoffs = new IdentityHandoffs(FORWARD_TIMEOUT_MS);
+  private readonly messages: InstanceMessages;
   /** Streams per client address (maxClientsPerAddress). */
   private readonly streamSlots: StreamSlots;
   private listener: NotificationListener | undefined;
   private timers: NodeJS.Timeout[] = [];
-  private reading = false;
-  private readAgain = false;
-  /** When the last read of the outbox began (READ_INTERVAL_MS). */
-  private lastReadAt = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
   private closing = false;
   /** Streams being opened: counted against maxClients before their registry row exists. */
   private opening = 0;
@@ -154,7 +129,12 @@ export class RealtimeHub {
     const bounds = { statementTimeoutMs, acquireTimeoutMs };
     this.runner = new StatementRunner(options.db, bounds);
     this.store = options.store.within(bounds);
-    this.reader = new ChangeReader(this.runner);
+    this.reads = new OutboxReads({
+      reader: new ChangeReader(this.runner),
+      deliver: (changes) => this.delivery.deliverPage(changes, (collection) => this.byCollection.get(collection) ?? []),
+      wanted: () => [...this.byCollection.keys()].map((collection) => collection.table),
+      report: (message, err) => this.report(message, err),
+    });
     this.delivery = new ChangeDelivery({
       runner: this.runner,
       store: options.store,
@@ -166,11 +146,13 @@ export class RealtimeHub {
     });
     this.clientRegistry = new ClientRegistry(this.runner, randomBytes(8).toString('hex'), { maxClientsPerIdentity: options.settings.maxClientsPerIdentity });
     this.streamSlots = new StreamSlots(options.settings.maxClientsPerAddress);
+    const report = (message: string, err: unknown) => this.report(message, err);
+    this.messages = new InstanceMessages({ registry: this.clientRegistry, apply: (clientId, identity, raws) => this.applyForwarded(clientId, identity, raws), report });
   }
 
   /**
    * Registers this instance (which turns capture on, if no other realtime instance had it on),
-   * then starts reading changes from now on, listening, and the heartbeat.
+   * then starts reading changes from now on, listening (checked), and the heartbeat.
    */
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
@@ -184,31 +166,53 @@ export class RealtimeHub {
   }
 
   private async open(): Promise<void> {
-    const { options } = this;
-    const { captureWasOn } = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * options.settings.instanceHeartbeatMs);
+    await this.register();
+    this.listener = await this.listen();
+    await this.checkNotificationsReturn(this.listener);
+    this.startTimers();
+  }
+
+  /**
+   * Makes this instance's registry row live (which turns capture on, if no other realtime instance
+   * had it on, and then waits for the writes that missed it) and starts reading the outbox at the
+   * present.
+   */
+  private async register(): Promise<void> {
+    const { captureWasOn } = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * this.options.settings.instanceHeartbeatMs);
     if (!captureWasOn) await this.waitForUncapturedWrites('realtime capture was switched on');
-    await this.reader.start();
-    this.listener = await startNotificationListener({
+    await this.reads.start();
+  }
+
+  private async listen(): Promise<NotificationListener> {
+    const { options } = this;
+    return startNotificationListener({
       db: options.db,
       ...(options.settings.listen === undefined ? {} : { connection: options.settings.listen }),
       channels: [CHANGES_CHANNEL, instanceChannel(this.clientRegistry.instanceId)],
       logger: options.logger,
       events: {
         onNotification: (channel, payload) => this.onNotification(channel, payload),
-        onConnected: () => this.requestRead(),
+        onConnected: () => this.reads.request(),
       },
     });
-    await this.checkNotificationsReturn(this.listener);
+  }
+
+  private startTimers(): void {
     const every = (ms: number, work: () => Promise<unknown>) => {
       const timer = setInterval(() => void work().catch((err: unknown) => this.report('realtime: background work failed', err)), ms);
       timer.unref();
       this.timers.push(timer);
     };
-    every(SAFETY_POLL_MS, async () => this.requestRead());
-    every(options.settings.heartbeatMs, async () => {
+    every(SAFETY_POLL_MS, async () => this.reads.request());
+    every(this.options.settings.heartbeatMs, async () => {
       for (const client of this.clients.values()) client.stream?.heartbeat();
     });
-    every(options.settings.instanceHeartbeatMs, () => this.beat());
+    every(this.options.settings.instanceHeartbeatMs, () => this.beat());
+  }
+
+  private stopTimers(): void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+    this.reads.stop();
   }
 
   /**
@@ -220,14 +224,7 @@ export class RealtimeHub {
    */
   private async checkNotificationsReturn(listener: NotificationListener): Promise<void> {
     const waitMs = this.options.settings.listenCheckMs;
-    const ack = this.pendingAcks.expect(waitMs);
-    try {
-      const probe: InstanceMessage = { t: 'ack', a: ack.token };
-      await this.clientRegistry.notify(instanceChannel(this.instanceId), [JSON.stringify(probe)]);
-      if (await ack.arrived) return;
-    } finally {
-      ack.done();
-    }
+    if (await this.messages.sendToSelf(waitMs)) return;
     throw new Error(
       `realtime: notifications do not come back through ${listener.where} (a NOTIFY sent at start was not heard on the LISTEN connection within ${waitMs} ms, realtime.listenCheckMs): ` +
         'a pooler in transaction mode? Set realtime.listen to a direct or session-mode URL, see docs/realtime.md',
@@ -299,7 +296,7 @@ export class RealtimeHub {
       this.applyPrepared(clientId, identity, prepared);
       return;
     }
-    await this.forward(owner, clientId, identity);
+    await this.messages.forward(owner, clientId, identity);
   }
 
   /**
@@ -330,16 +327,14 @@ export class RealtimeHub {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    for (const timer of this.timers) clearInterval(timer);
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.stopTimers();
     await this.listener?.close();
     for (const client of [...this.clients.values()]) client.stream?.end();
     await this.delivery.close();
-    this.pendingAcks.settleAll();
-    this.handoffs.clear();
+    this.messages.close();
     await this.clientRegistry.removeInstance().catch((err: unknown) => this.report('realtime: could not remove this instance from the registry', err));
-    // A read in progress finishes its change; later ones find no clients.
-    while (this.reading) await new Promise((resolve) => setTimeout(resolve, 10));
+    // A read in progress finishes its page; later ones find no clients.
+    await this.reads.close();
   }
 
   private forget(client: LocalClient): void {
@@ -350,8 +345,16 @@ export class RealtimeHub {
     void this.clientRegistry.removeClient(client.id).catch((err: unknown) => this.report('realtime: could not remove a closed client', err));
   }
 
-  /** Prepares `subs` for the client (compiled once, here) and applies them. */
-  private async apply(clientId: string, identity: Identity | null, subs: readonly Subscription[]): Promise<void> {
+  /** A forwarded POST's subscriptions (instance-messages.ts), as the registry holds them, compiled here and applied. */
+  private async applyForwarded(clientId: string, identity: Identity | null, raws: readonly string[]): Promise<void> {
+    const subs: Subscription[] = [];
+    for (const raw of raws) {
+      try {
+        subs.push(this.parse(raw));
+      } catch {
+        // Checked by the instance that took the POST; a subscription it accepted and this one cannot read receives nothing.
+      }
+    }
     const prepared = await prepareSubscriptions({ registry: this.options.registry, identity, subscriptions: subs });
     this.applyPrepared(clientId, identity, prepared);
   }
@@ -390,97 +393,10 @@ export class RealtimeHub {
     client.stream?.end();
   }
 
-  /**
-   * Has the instance holding the stream apply the subscriptions the registry now holds, with the
-   * POST's whole `identity` (in the notifications, never in a table), and waits for its ack.
-   */
-  private async forward(owner: string, clientId: string, identity: Identity | null): Promise<void> {
-    const ack = this.pendingAcks.expect(FORWARD_TIMEOUT_MS);
-    try {
-      const parts = splitIdentity(identity);
-      const messages = parts.map((d, i): InstanceMessage => ({ t: 'sync', c: clientId, a: ack.token, r: this.instanceId, i, n: parts.length, d }));
-      await this.clientRegistry.notify(instanceChannel(owner), messages.map((m) => JSON.stringify(m)));
-      if (!(await ack.arrived)) throw new UnavailableError(undefined, 'realtime_unavailable');
-    } finally {
-      ack.done();
-    }
-  }
-
   private onNotification(channel: string, payload: string): void {
     if (this.closing) return;
-    if (channel === CHANGES_CHANNEL) {
-      this.requestRead();
-      return;
-    }
-    let message: InstanceMessage;
-    try {
-      message = JSON.parse(payload) as InstanceMessage;
-    } catch {
-      return;
-    }
-    if (message.t === 'ack') {
-      this.pendingAcks.settle(message.a);
-      return;
-    }
-    if (message.t === 'sync' && typeof message.c === 'string' && typeof message.r === 'string' && typeof message.a === 'string') {
-      let forwarded: { identity: Identity | null } | undefined;
-      if (message.n !== undefined) {
-        forwarded = this.handoffs.add(message.a, message.i, message.n, message.d);
-        // More parts to come (or a malformed hand-off, dropped: its POST answers 503).
-        if (!forwarded) return;
-      }
-      void (async () => {
-        const row = await this.clientRegistry.loadClient(message.c);
-        // The registry row holds the identity of the latest POST: a hand-off of another one is stale, and not applied.
-        if (row && (forwarded === undefined || (forwarded.identity?.id ?? null) === (row.identity?.id ?? null))) {
-          const subs: Subscription[] = [];
-          for (const raw of row.subscriptions) {
-            try {
-              subs.push(this.parse(raw));
-            } catch {
-              // Checked by the instance that took the POST; a subscription it accepted and this one cannot read receives nothing.
-            }
-          }
-          await this.apply(message.c, forwarded ? forwarded.identity : row.identity, subs);
-        }
-        const ack: InstanceMessage = { t: 'ack', a: message.a };
-        await this.clientRegistry.notify(instanceChannel(message.r), [JSON.stringify(ack)]);
-      })().catch((err: unknown) => this.report('realtime: could not apply forwarded subscriptions', err));
-    }
-  }
-
-  /** Reads the outbox now, or once more after the read in progress. */
-  private requestRead(): void {
-    if (this.closing) return;
-    if (this.reading) {
-      this.readAgain = true;
-      return;
-    }
-    this.reading = true;
-    void (async () => {
-      try {
-        do {
-          this.readAgain = false;
-          const wait = this.lastReadAt + READ_INTERVAL_MS - Date.now();
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-          if (this.closing) break;
-          this.lastReadAt = Date.now();
-          await this.reader.readNew(
-            (changes) => this.deliverPage(changes),
-            () => [...this.byCollection.keys()].map((collection) => collection.table),
-          );
-        } while (this.readAgain && !this.closing);
-      } finally {
-        this.reading = false;
-      }
-    })().catch((err: unknown) => {
-      this.report('realtime: reading changes failed; retrying', err);
-      this.retryTimer ??= setTimeout(() => {
-        this.retryTimer = undefined;
-        this.requestRead();
-      }, 1_000);
-      this.retryTimer.unref();
-    });
+    if (channel === CHANGES_CHANNEL) this.reads.request();
+    else this.messages.receive(payload);
   }
 
   private async beat(): Promise<void> {
@@ -509,11 +425,6 @@ export class RealtimeHub {
       }
     }
     await this.clientRegistry.pruneOutbox({ retentionMs: outboxRetentionMs, idleRetentionMs: IDLE_OUTBOX_RETENTION_MS });
-  }
-
-  /** One page of changes (in order) to every local subscription they reach (deliver-changes.ts). */
-  private async deliverPage(changes: readonly Change[]): Promise<void> {
-    await this.delivery.deliverPage(changes, (collection) => this.byCollection.get(collection) ?? []);
   }
 
   private report(message: string, err: unknown): void {
