@@ -411,6 +411,8 @@ export const OPTION_TABLE: OptionTable = {
       // Absent: the Knex's own settings (notification-listener.ts).
       listen: { check: checkListenConnection },
       listenCheckMs: { default: 2_000, check: checkDuration },
+      // Three default instance heartbeats; false: never sleeps (docs/realtime.md, "Idle mode").
+      idleAfterMs: { default: 15_000, check: (path, value): number | false => (value === false ? false : checkDuration(path, value)) },
     }),
     fileSweep: switchable('fileSweep must be an object of settings or false', {
       intervalMs: { default: 6 * HOUR, check: checkDuration },

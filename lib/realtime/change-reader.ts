@@ -26,9 +26,13 @@ export class ChangeReader {
 
   constructor(private readonly runner: StatementRunner) {}
 
-  /** Starts at the present: changes committed before this are not delivered. */
+  /**
+   * Starts at the present: changes committed before this are not delivered. Again after idle mode's
+   * sleep, the same: a window left by a failed read before it is dropped, not resumed.
+   */
   async start(): Promise<void> {
     this.position = await readCurrentXmin(this.runner);
+    this.window = undefined;
   }
 
   /**

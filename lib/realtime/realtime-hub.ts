@@ -16,6 +16,7 @@ import { ChangeReader } from './change-reader.js';
 import { OutboxReads } from './outbox-reads.js';
 import { ClientRegistry } from './client-registry.js';
 import { ChangeDelivery, deliveryOf } from './deliver-changes.js';
+import { IdleMode } from './idle-mode.js';
 import { InstanceMessages } from './instance-messages.js';
 import type { LocalClient, LocalSubscription } from './local-client.js';
 import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, topicKey, type Subscription } from './parse-subscription.js';
@@ -64,6 +65,12 @@ export interface RealtimeSettings {
   listen?: ListenConnection;
   /** How long the start-up check waits for its NOTIFY to come back on the LISTEN connection before `ready` rejects. Default 2,000. */
   listenCheckMs: number;
+  /**
+   * Idle mode: milliseconds an instance holding no stream (and answering no realtime request)
+   * stays awake before it stops every periodic statement and its LISTEN connection, so a
+   * serverless Postgres can suspend; a stream or a POST wakes it. `false`: it never sleeps. Default 15,000.
+   */
+  idleAfterMs: number | false;
 }
 
 /** What the hub needs from the router. */
@@ -100,7 +107,8 @@ export function newClientId(): string {
  * Realtime on one instance (docs/realtime.md): holds this instance's streams and their
  * subscriptions, reads committed changes from the outbox when notified and hands them to
  * delivery (deliver-changes.ts), which checks the rules and writes the messages. The registry in
- * Postgres lets a POST reach any instance (instance-messages.ts).
+ * Postgres lets a POST reach any instance (instance-messages.ts). Holding no stream, it sleeps
+ * (idle-mode.ts): no periodic statement until a stream or a POST wakes it.
  */
 export class RealtimeHub {
   private readonly clients = new Map<string, LocalClient>();
@@ -115,6 +123,7 @@ export class RealtimeHub {
   private readonly delivery: ChangeDelivery;
   private readonly clientRegistry: ClientRegistry;
   private readonly messages: InstanceMessages;
+  private readonly idle: IdleMode;
   /** Streams per client address (maxClientsPerAddress). */
   private readonly streamSlots: StreamSlots;
   private listener: NotificationListener | undefined;
@@ -148,11 +157,13 @@ export class RealtimeHub {
     this.streamSlots = new StreamSlots(options.settings.maxClientsPerAddress);
     const report = (message: string, err: unknown) => this.report(message, err);
     this.messages = new InstanceMessages({ registry: this.clientRegistry, apply: (clientId, identity, raws) => this.applyForwarded(clientId, identity, raws), report });
+    this.idle = new IdleMode({ idleAfterMs: options.settings.idleAfterMs, sleep: () => this.sleep(), wake: () => this.wake(), report });
   }
 
   /**
    * Registers this instance (which turns capture on, if no other realtime instance had it on),
-   * then starts reading changes from now on, listening (checked), and the heartbeat.
+   * then starts reading changes from now on, listening (checked), and the heartbeat; holding no
+   * stream, it sleeps after `idleAfterMs`.
    */
   static async start(options: RealtimeHubOptions): Promise<RealtimeHub> {
     const hub = new RealtimeHub(options);
@@ -170,12 +181,13 @@ export class RealtimeHub {
     this.listener = await this.listen();
     await this.checkNotificationsReturn(this.listener);
     this.startTimers();
+    this.idle.start();
   }
 
   /**
    * Makes this instance's registry row live (which turns capture on, if no other realtime instance
    * had it on, and then waits for the writes that missed it) and starts reading the outbox at the
-   * present.
+   * present: at start, and at each wake from idle mode (it owes nothing to clients not connected).
    */
   private async register(): Promise<void> {
     const { captureWasOn } = await this.clientRegistry.heartbeat(STALE_HEARTBEATS * this.options.settings.instanceHeartbeatMs);
@@ -215,6 +227,26 @@ export class RealtimeHub {
     this.reads.stop();
   }
 
+  /** Idle mode's sleep (idle-mode.ts): no heartbeat, outbox read or prune, and no LISTEN connection; the registry row expires. */
+  private async sleep(): Promise<void> {
+    this.stopTimers();
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.close();
+  }
+
+  /** Idle mode's wake, before a stream or a POST is answered: as at start, without the start-up check (its setting was checked then). */
+  private async wake(): Promise<void> {
+    await this.register();
+    try {
+      this.listener = await this.listen();
+    } catch (error) {
+      this.reads.stop();
+      throw error;
+    }
+    this.startTimers();
+  }
+
   /**
    * The start-up check (DESIGN 21): a NOTIFY on this instance's own channel, sent through the
    * send path every other statement takes, must come back on the LISTEN connection within
@@ -243,10 +275,17 @@ export class RealtimeHub {
     // Express's req.ip honours the host's `trust proxy`: behind a proxy, the client's address. An
     // IPv6 client counts by its /64, as for the pool's fairness (one host commonly has a whole /64).
     const address = clientKeyOfAddress(req.ip ?? req.socket.remoteAddress) ?? '';
-    const release = this.streamSlots.take(address);
+    const releaseSlot = this.streamSlots.take(address);
     const client: LocalClient = { id: newClientId(), address, identity: null, subscriptions: [] };
+    // The stream keeps the instance awake (idle mode) from before its registry row until it closes.
+    let letSleep: (() => void) | undefined;
+    const release = () => {
+      releaseSlot();
+      letSleep?.();
+    };
     this.opening++;
     try {
+      letSleep = await this.idle.hold();
       await this.clientRegistry.addClient(client.id);
     } catch (err) {
       release();
@@ -290,13 +329,19 @@ export class RealtimeHub {
       watched: parsed.filter((s) => s.collection !== undefined && s.collection.type !== 'view').map((s) => topicKey(s.raw)),
       readsOtherTables: prepared.some((p) => !p.conditions.rowLocal),
     };
-    const { owner, switchedCaptureOn } = await this.clientRegistry.setSubscriptions(clientId, identity, distinct, needs);
-    if (switchedCaptureOn) await this.waitForUncapturedWrites('a subscription switched capture on for its collection');
-    if (owner === this.instanceId) {
-      this.applyPrepared(clientId, identity, prepared);
-      return;
+    // Awake (idle mode) before it answers: it hears the ack of a forward on its LISTEN connection.
+    const letSleep = await this.idle.hold();
+    try {
+      const { owner, switchedCaptureOn } = await this.clientRegistry.setSubscriptions(clientId, identity, distinct, needs);
+      if (switchedCaptureOn) await this.waitForUncapturedWrites('a subscription switched capture on for its collection');
+      if (owner === this.instanceId) {
+        this.applyPrepared(clientId, identity, prepared);
+        return;
+      }
+      await this.messages.forward(owner, clientId, identity);
+    } finally {
+      letSleep();
     }
-    await this.messages.forward(owner, clientId, identity);
   }
 
   /**
@@ -327,6 +372,7 @@ export class RealtimeHub {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    await this.idle.close();
     this.stopTimers();
     await this.listener?.close();
     for (const client of [...this.clients.values()]) client.stream?.end();
