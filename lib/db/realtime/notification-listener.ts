@@ -15,7 +15,21 @@ export interface ListenerEvents {
  * settings, or a function that makes a new, unconnected `pg.Client` (recordbase connects it, and
  * ends it). Absent: a connection made with the Knex's own settings.
  */
-export type ListenConnection = string | pg.ClientConfig | (() => pg.Client | Promise<pg.Client>);
+export type ListenConnection = string | ListenClientConfig | (() => ListenClient | Promise<ListenClient>);
+
+/**
+ * node-postgres's client settings (`pg.ClientConfig`), passed on as given. Typed by shape here, as
+ * is ListenClient, so that the package's public types do not need `@types/pg` in a host's app.
+ */
+export interface ListenClientConfig {
+  readonly [setting: string]: unknown;
+}
+
+/** A new, unconnected node-postgres client (`new pg.Client(...)`), as a `realtime.listen` function returns it. */
+export interface ListenClient {
+  connect(): Promise<unknown>;
+  end(): Promise<unknown>;
+}
 
 /** A running listener. */
 export interface NotificationListener {
@@ -175,7 +189,7 @@ function openListenConnection(db: Knex, given: ListenConnection | undefined): ()
     };
   }
   return async () => {
-    const made = typeof given === 'function' ? await given() : new pg.Client(typeof given === 'string' ? { connectionString: given } : given);
+    const made: unknown = typeof given === 'function' ? await given() : new pg.Client(typeof given === 'string' ? { connectionString: given } : (given as pg.ClientConfig));
     if (!canListen(made)) throw new Error('realtime.listen must be a connection string, node-postgres client settings, or a function returning a new pg.Client');
     // Until the listener's own handlers are on: an error of a connection not yet listening must not crash the process.
     const ignore = () => undefined;
