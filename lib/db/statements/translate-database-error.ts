@@ -3,10 +3,19 @@ import { QueueFullError, StatementInterruptedError } from './statement-interrupt
 
 /**
  * SQLSTATEs that mean "the database cannot serve us right now": the server shutting down or
- * starting, out of connections, or the connection broken. Any other SQLSTATE is a statement the
- * database refused, however its message reads: never "unavailable".
+ * starting, out of connections, or the connection broken (class 08; 08007: a transaction whose
+ * outcome is unknown). Any other SQLSTATE is a statement the database refused, however its
+ * message reads: never "unavailable" (but see POOLER_UNAVAILABLE).
  */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006']);
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400', '08000', '08001', '08003', '08004', '08006', '08007']);
+/**
+ * PgBouncer's own errors, all under protocol_violation (08P01), which Postgres also gives a
+ * statement it refuses (a bind message of too many parameters, the connection still fine): told
+ * apart by PgBouncer's fixed messages, which begin the text (ours carry no statement text before
+ * them). "server conn crashed?": the server connection under a client's transaction died.
+ */
+const PROTOCOL_VIOLATION = '08P01';
+const POOLER_UNAVAILABLE = /^(server conn crashed\?|no more connections allowed|query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/;
 /** query_canceled: a statement timeout (ours or the server's statement_timeout) or a cancel request. */
 const QUERY_CANCELED = '57014';
 /** Node socket errors seen when the server is down or the connection broke. */
@@ -32,6 +41,7 @@ export function isUnavailableError(err: unknown): boolean {
   // Socket errors first: EPIPE has the shape of a SQLSTATE.
   if (typeof e.code === 'string' && UNAVAILABLE_ERRNOS.has(e.code)) return true;
   const state = sqlState(e);
+  if (state === PROTOCOL_VIOLATION) return typeof e.message === 'string' && POOLER_UNAVAILABLE.test(e.message);
   if (state !== undefined) return UNAVAILABLE_SQLSTATES.has(state);
   if (e.name === 'KnexTimeoutError') return true;
   // Without a SQLSTATE, the driver's own messages about the connection. (Knex prefixes the

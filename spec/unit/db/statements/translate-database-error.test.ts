@@ -23,6 +23,7 @@ describe('translateDatabaseError', () => {
     ['a broken pipe (EPIPE has the shape of a SQLSTATE)', driverError('EPIPE', 'write EPIPE')],
     ['a server shutting down', driverError('57P01', 'terminating connection due to administrator command')],
     ['too many connections', driverError('53300', 'sorry, too many clients already')],
+    ["PgBouncer's server connection lost under a transaction (08P01)", driverError('08P01', 'server conn crashed?')],
     ['a connection lost without a code', driverError(undefined, 'select 1 - Connection terminated unexpectedly')],
     ['an embedded worker gone', driverError(undefined, 'the embedded database worker exited (code 1)')],
     ['a statement that outlived its cancel', new StatementInterruptedError('unresponsive')],
