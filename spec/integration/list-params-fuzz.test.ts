@@ -101,9 +101,11 @@ describe.each(testEngines())('list parameters fuzz on %s', (engine) => {
       }),
       { numRuns: NUM_RUNS },
     );
-    // the property reached the database on both sides, not only the parser
-    expect(seen[200]).toBeGreaterThan(NUM_RUNS / 10);
-    expect(seen[400]).toBeGreaterThan(NUM_RUNS / 10);
+    // The property reached the database on both sides, not only the parser. The generator is
+    // unseeded and most of its filters are invalid: 200s run 14 to 29 of 150 (six runs), so the
+    // bar is a twentieth, which a run that never reaches the database still fails.
+    expect(seen[200]).toBeGreaterThan(NUM_RUNS / 20);
+    expect(seen[400]).toBeGreaterThan(NUM_RUNS / 20);
     // and the SQL check saw the statements it guards
     expect(statementsSeen).toBeGreaterThanOrEqual(seen[200]);
   }, 120_000);
