@@ -86,7 +86,7 @@ export function waitForMessage<T extends { type: string }>(child: ChildProcess, 
 
 /** Forks a compiled script of this folder with extra environment. */
 export function forkBenchScript(script: string, env: Record<string, string>, execArgv: string[] = []): ChildProcess {
-  const child = fork(path.join(here, script), [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.resolve(here, script), [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;

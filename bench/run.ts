@@ -29,6 +29,11 @@
  * makes them, instead of with createAppServer). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
  * default 1,000). BENCH_PROFILE_DIR=dir makes both servers write a V8 CPU profile there.
  *
+ * `--against <revision>` (BENCH_AGAINST): the baseline is recordbase itself at that git revision
+ * (bench/build-revision.ts), so a change's cost is a ratio against the code before it;
+ * `--app-env K=V,...` (BENCH_APP_ENV) gives the server under test an environment of its own
+ * (`BENCH_RATE_LIMITS=1`: a rate limit that never trips).
+ *
  * `--engine embedded` (BENCH_ENGINE=embedded) measures the embedded engine instead: the same
  * app on PGlite in a worker thread (recordbase's engine) against the same app on PGlite on the
  * main thread (knex-pglite, the engine before it), each on its own copy of one seeded folder,
@@ -47,6 +52,7 @@ import { measureLoad, parsePositive, startServer, stopServer, waitForMessage, ty
 import type { LoadSummary } from './load.js';
 import { countJestProcesses, describeLoad, describeMachine, readMemory, readThreadCount, resetPeakMemory } from './machine.js';
 import { buildMultipart, type MultipartBody } from './multipart.js';
+import { buildRevision } from './build-revision.js';
 import { makePng } from './png.js';
 import { createWritePreparer, type WritePreparer } from './prepare-writes.js';
 import { runRealtimeBench } from './realtime-bench.js';
@@ -74,6 +80,10 @@ interface BenchConfig {
   fixedRate: number | undefined;
   /** `--node-flags`: Node and V8 flags given to both servers' processes alike (`--no-memory-reducer`, `--max-semi-space-size=16`). */
   nodeFlags: string[];
+  /** `--against <revision>`: the baseline is recordbase at that git revision (bench/build-revision.ts), not the hand-written server. */
+  against: string | undefined;
+  /** `--app-env K=V,K=V`: environment given to the server under test only (`BENCH_RATE_LIMITS=1`). */
+  appEnv: Record<string, string>;
 }
 
 /** `--realtime-clients`: streams the `realtime` scenario holds (bench/realtime-bench.ts). */
@@ -99,6 +109,8 @@ function readConfig(): BenchConfig {
       'fixed-rate': { type: 'string' },
       'node-flags': { type: 'string' },
       'express-listen': { type: 'boolean', default: false },
+      against: { type: 'string' },
+      'app-env': { type: 'string' },
     },
   });
   // Read by serveBenchApp in every server the run forks (they inherit the environment).
@@ -122,7 +134,20 @@ function readConfig(): BenchConfig {
     engine,
     fixedRate: values['fixed-rate'] === undefined ? undefined : parseFraction('--fixed-rate', values['fixed-rate']),
     nodeFlags: parseNodeFlags(values['node-flags'] ?? process.env.BENCH_NODE_FLAGS ?? ''),
+    against: values.against ?? process.env.BENCH_AGAINST,
+    appEnv: parseAppEnv(values['app-env'] ?? process.env.BENCH_APP_ENV ?? ''),
   };
+}
+
+/** `K=V,K=V` → an environment object; an entry without `=` is an error before any server starts. */
+function parseAppEnv(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const at = entry.indexOf('=');
+    if (at <= 0) throw new Error(`--app-env takes K=V entries separated by commas, got "${entry}"`);
+    env[entry.slice(0, at)] = entry.slice(at + 1);
+  }
+  return env;
 }
 
 /**
@@ -537,8 +562,13 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
   let app: ServerProcess | undefined;
   let baseline: ServerProcess | undefined;
   try {
-    app = await startServer('recordbase', 'bench-app.js', env, config.nodeFlags);
-    baseline = await startServer('baseline', 'baseline-app.js', env, config.nodeFlags);
+    app = await startServer('recordbase', 'bench-app.js', { ...env, ...config.appEnv }, config.nodeFlags);
+    if (config.against) {
+      const { commit, benchApp } = buildRevision(config.against);
+      baseline = await startServer(`recordbase@${commit.slice(0, 7)}`, benchApp, env, config.nodeFlags);
+    } else {
+      baseline = await startServer('baseline', 'baseline-app.js', env, config.nodeFlags);
+    }
 
     const { thumbRecordId, thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
     const all = buildScenarios({ rows, thumbPath, uploadFile });
