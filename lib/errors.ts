@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   database_busy: { status: 503, message: 'The database is busy. Try again later.' },
   prepared_statement_lost: { status: 503, message: 'The database connection lost a prepared statement: set preparedStatements: false behind a pooler in transaction mode.' },
   not_ready: { status: 503, message: 'recordbase could not start.' },
+  draining: { status: 503, message: 'This instance is shutting down and refused the request before running it; send it again (to another instance).' },
   thumbnail_queue_full: { status: 503, message: 'Too many thumbnails are waiting to be made; try again in a moment.' },
   write_conflict: { status: 409, message: 'The write conflicted with a concurrent one; try again.' },
   batch_not_allowed: { status: 403, message: 'Batch requests are not allowed.' },

@@ -1,3 +1,4 @@
+// Over 500 lines: the options table is the one place every default is written, beside the interfaces it resolves; splitting it would split that.
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -174,6 +175,11 @@ export interface RecordsRouterOptions {
    * "Behind a pooler"). Default `true`, or the environment's RECORDBASE_PREPARED_STATEMENTS.
    */
   preparedStatements?: boolean;
+  /**
+   * How long `close()` lets running requests finish, in milliseconds, before it cuts them (new
+   * ones are refused with 503 from its first moment; docs/deployment.md, "Rolling restarts"). Default 10,000.
+   */
+  drainMs?: number;
 }
 
 /** Options with every default filled in. */
@@ -204,6 +210,7 @@ export interface ResolvedOptions {
   backups: BackupSettings;
   preparedStatements: boolean;
   readReplica: ReadReplicaSettings | false;
+  drainMs: number;
 }
 
 /** What a default or a check may read: the options as given, and what the table resolved before it. */
@@ -370,6 +377,7 @@ export const OPTION_TABLE: OptionTable = {
     migrations: { check: checkMigrationsOption },
     // Off for a pooler in transaction mode without prepared-statement support (lib/db/statements/statement-bounds.ts).
     preparedStatements: { default: true, env: 'RECORDBASE_PREPARED_STATEMENTS', readEnv: readBooleanEnv, check: checkBoolean },
+    drainMs: { default: 10_000, check: checkDuration },
   },
   groups: {
     limits: {

@@ -14,7 +14,9 @@ import { syncDatabaseSchema } from './db/schema/sync-database-schema.js';
 import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache, type ThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.js';
-import { HEALTH_ROUTE } from './http/api-fallback-routes.js';
+import { createHealthRoute } from './http/api-fallback-routes.js';
+import { DrainGate } from './http/drain-gate.js';
+import { DatabaseHealth } from './http/health-check.js';
 import { migrateAtStart } from './migrations/run-migrations.js';
 import { createBatchRoutes } from './http/batch-routes.js';
 import { createDashboardRoutes } from './http/dashboard-routes.js';
@@ -31,6 +33,7 @@ import { createCallerResolver } from './http/resolve-caller.js';
 import { createDownloadCallerResolver } from './http/resolve-download-caller.js';
 import { RouteTable, type Route } from './http/route-table.js';
 import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js';
+import { UnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
@@ -65,8 +68,11 @@ export interface RecordsRouter extends Router {
    */
   replicaStatus(): ReplicaStatus | undefined;
   /**
-   * Releases what the router owns (the embedded database, thumbnail workers, the sweep timer) and
-   * ends every realtime stream. A database you passed in stays open.
+   * Drains, then releases what the router owns (docs/deployment.md, "Rolling restarts"): from its
+   * first moment new requests (and server-API calls) answer 503 `draining` and the health check
+   * 503; running requests get `drainMs` to finish, then are cut; then every realtime stream ends
+   * and the embedded database, thumbnail workers and sweep timer are released. A database you
+   * passed in stays open.
    */
   close(): Promise<void>;
 }
@@ -92,7 +98,9 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   // The host may never await `ready`; a failed start must not become an unhandled rejection.
   ready.catch((err: unknown) => logger.error(`initialisation failed: ${err instanceof Error ? err.message : String(err)}`));
 
+  const gate = new DrainGate();
   async function depsOnceStarted(): Promise<RecordsApiDeps> {
+    if (gate.closing) throw new UnavailableError(undefined, 'draining');
     try {
       return (await started).runtime.apiDeps;
     } catch (err) {
@@ -102,6 +110,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 
   const router = express.Router() as RecordsRouter;
   if (resolved.onRequest) router.use(createRequestLog(resolved.onRequest, logger));
+  router.use(gate.handle);
   router.use(serveWhenReady(started.then((s) => s.dispatch), errorMiddleware));
   router.get('/', createLandingPage({ dashboard: resolved.dashboard, openapi: resolved.openapi, atAppRoot: 'next' }));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
@@ -109,7 +118,10 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   Object.defineProperty(router, 'replicaStatus', { value: () => owned.replica?.status(), enumerable: true });
   Object.defineProperty(router, 'backup', { value: (request?: { name?: string }) => started.then((s) => s.runtime.backups.create(request), (err: unknown) => Promise.reject(describeStartFailure(err))), enumerable: true });
   let closing: Promise<void> | undefined;
-  router.close = () => (closing ??= ready.catch(() => undefined).then(() => owned.release()));
+  router.close = () => {
+    gate.refuse();
+    return (closing ??= ready.catch(() => undefined).then(() => gate.drain(resolved.drainMs)).then(() => owned.release()));
+  };
   return router;
 }
 
@@ -149,6 +161,8 @@ interface Runtime {
   readonly backups: BackupService;
   /** What the server API works through (create-records-api.ts). */
   readonly apiDeps: RecordsApiDeps;
+  /** What `GET /api/health` asks whether the database answers. */
+  readonly health: DatabaseHealth;
 }
 
 /**
@@ -212,6 +226,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     hub: owned.hub,
     backups: createBackupService({ database, embeddedDirectory: owned.database && embeddedDatabaseDir(resolved.dataDir), storage, ...resolved.backups, logger }),
     apiDeps,
+    health: new DatabaseHealth({ database, logger, limits }),
   };
 }
 
@@ -240,7 +255,7 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
   routes.push(...createBackupRoutes({ backups: runtime.backups, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createDashboardRoutes({ enabled: resolved.dashboard, registry: runtime.compiled.registry, resolveCaller }));
-  routes.push(HEALTH_ROUTE);
+  routes.push(createHealthRoute(runtime.health));
   return routes;
 }
 

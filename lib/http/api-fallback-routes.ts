@@ -1,4 +1,6 @@
 import { NotFoundError } from '../errors.js';
+import type { Response } from 'express';
+import { describeUnhealthy, sendHealth, type DatabaseHealth } from './health-check.js';
 import type { Route } from './route-table.js';
 
 /** PocketBase endpoints that sign users in: in recordbase that is the host's job. */
@@ -22,24 +24,39 @@ function describeUnserved(path: string): string {
 }
 
 /**
- * `GET /api/health`: PocketBase's answer, `code` as the SDK's `HealthCheckResponse` reads it, and
- * `status` as every other body of this API carries it.
+ * `GET /api/health` (docs/deployment.md, "Rolling restarts: readiness and drain"): 200 in
+ * PocketBase's shape while the database answers `health`'s check, 503 in the same shape while it
+ * does not. Before the start finished, and from the moment `close()` begins, serve-when-ready.ts
+ * and drain-gate.ts answer it.
  */
-export const HEALTH_ROUTE: Route = {
-  method: 'GET',
-  path: '/api/health',
-  handlers: [
-    (_req, res) => {
-      res.json({ code: 200, status: 200, message: 'API is healthy.', data: {} });
-    },
-  ],
-};
-
-/** Whether `path` (below the router's mount) is under `/api/`, compared as Express compares mount paths (case-insensitively, at a segment boundary). */
-export function isApiPath(path: string): boolean {
-  const head = path.slice(0, 5).toLowerCase();
-  return head === '/api' || head === '/api/';
+export function createHealthRoute(health: DatabaseHealth): Route {
+  const answer = (res: Response, healthy: boolean) => sendHealth(res, healthy ? undefined : describeUnhealthy());
+  return {
+    method: 'GET',
+    path: '/api/health',
+    handlers: [
+      (_req, res, next) => {
+        const healthy = health.answers();
+        if (typeof healthy === 'boolean') answer(res, healthy);
+        else healthy.then((known) => answer(res, known), next);
+      },
+    ],
+  };
 }
+
+/**
+ * Whether `path` (below the router's mount) is under `/api/`, compared as Express compares mount
+ * paths (case-insensitively, at a segment boundary). Character by character: the drain gate asks
+ * for every request, and a slice or a lowercased copy would be a string each time.
+ */
+export function isApiPath(path: string): boolean {
+  if (path.length < 4 || path.charCodeAt(0) !== SLASH) return false;
+  // `| 32` lowercases an ASCII letter (and maps no other character onto a, p or i).
+  if ((path.charCodeAt(1) | 32) !== 97 || (path.charCodeAt(2) | 32) !== 112 || (path.charCodeAt(3) | 32) !== 105) return false;
+  return path.length === 4 || path.charCodeAt(4) === SLASH;
+}
+
+const SLASH = 47;
 
 /**
  * The JSON 404 for a path under `/api/` that no route answers (docs/errors.md): never Express's

@@ -1,0 +1,116 @@
+import type { NextFunction, Request, Response } from 'express';
+import { UnavailableError } from '../errors.js';
+import { isApiPath } from './api-fallback-routes.js';
+import { isHealthPath, sendHealth } from './health-check.js';
+
+/**
+ * The header of the drain's 503: the request was refused before anything ran, so a load balancer
+ * may send it (a POST included) to another instance (docs/deployment.md, "Rolling restarts").
+ */
+export const REFUSED_HEADER = 'Recordbase-Refused';
+
+/** How long a cut request's sockets are given to report their close before close() goes on. */
+const CUT_SETTLE_MS = 100;
+
+/**
+ * The router's drain (docs/deployment.md, "Rolling restarts: readiness and drain"). Counts the
+ * requests under `/api/` that run (realtime's streams aside: they end with the hub), with one set
+ * entry and one shared `close` listener each, so that `close()` can wait for them. From the moment
+ * `refuse()` is called, every new request under `/api/` answers 503 `draining` with
+ * `Connection: close` (the health check in its own shape); `drain(ms)` then waits for the running
+ * ones at most `ms`, and cuts what is left by destroying its socket, which raises the request's
+ * ClientGone (dispatch.ts) and so cancels its statements: a slow client cannot hold `close()`.
+ */
+export class DrainGate {
+  private readonly running = new Set<Response>();
+  private refusing = false;
+  private whenIdle: (() => void) | undefined;
+  private readonly forget: (this: Response) => void;
+
+  constructor() {
+    const running = this.running;
+    const noteIdle = () => this.whenIdle?.();
+    // One listener for every request, made once: `this` is the response that closed.
+    this.forget = function (this: Response) {
+      running.delete(this);
+      if (running.size === 0) noteIdle();
+    };
+  }
+
+  /** Whether `refuse()` was called: the router is closing. */
+  get closing(): boolean {
+    return this.refusing;
+  }
+
+  /** How many requests run now (the bench and tests read it). */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** The middleware in front of the router's dispatch. */
+  readonly handle = (req: Request, res: Response, next: NextFunction): void => {
+    const path = req.path;
+    if (!isApiPath(path)) {
+      next();
+      return;
+    }
+    if (this.refusing) {
+      refuseDuringDrain(req, res);
+      return;
+    }
+    if (!isStreamRequest(req.method, path)) {
+      this.running.add(res);
+      res.on('close', this.forget);
+    }
+    next();
+  };
+
+  /** From now on, new requests are refused. Synchronous: nothing new gets in once close() has begun. */
+  refuse(): void {
+    this.refusing = true;
+  }
+
+  /**
+   * Waits for the running requests to finish, at most `ms`; then cuts the rest (their sockets
+   * destroyed) and resolves once they closed (or after a short settle). Responses not yet begun
+   * say `Connection: close`, so no client sends its next request on a connection that is going.
+   */
+  async drain(ms: number): Promise<void> {
+    this.refuse();
+    for (const res of this.running) if (!res.headersSent) res.setHeader('Connection', 'close');
+    if (this.running.size > 0) await this.waitForIdle(ms);
+    if (this.running.size === 0) return;
+    for (const res of this.running) res.socket?.destroy();
+    await this.waitForIdle(CUT_SETTLE_MS);
+  }
+
+  private waitForIdle(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      const gate = this;
+      function done() {
+        clearTimeout(timer);
+        gate.whenIdle = undefined;
+        resolve();
+      }
+      this.whenIdle = done;
+    });
+  }
+}
+
+/** `GET /api/realtime`: a stream, which runs until its client or the hub ends it. */
+function isStreamRequest(method: string, path: string): boolean {
+  return method === 'GET' && path.length === 13 && path.toLowerCase() === '/api/realtime';
+}
+
+/** The drain's 503: the one error body (the health check: its own shape), `Connection: close`, and the header saying nothing ran. */
+function refuseDuringDrain(req: Request, res: Response): void {
+  const error = new UnavailableError(undefined, 'draining');
+  res.setHeader('Connection', 'close');
+  res.setHeader(REFUSED_HEADER, 'draining');
+  if (req.method === 'GET' && isHealthPath(req.path)) {
+    sendHealth(res, error);
+    return;
+  }
+  res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
+}
