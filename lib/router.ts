@@ -37,6 +37,9 @@ import { UnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
+import { loadTelemetry } from './telemetry/telemetry-api.js';
+import { registerGaugeSource } from './telemetry/telemetry-metrics.js';
+import { traceStorage } from './telemetry/trace-storage.js';
 import { createBackupService, type BackupService, type CreatedBackup } from './backups/backup-service.js';
 import { createBackupRoutes } from './http/backup-routes.js';
 import { compileCollections, completeCollections, type CompiledCollections } from './records/compile-collections.js';
@@ -84,7 +87,7 @@ export interface RecordsRouter extends Router {
  * with the reason. The composition only: each part is built where its module says.
  */
 export function createRecordsRouter(options: RecordsRouterOptions): RecordsRouter {
-  const resolved = resolveOptions(options);
+  const resolved = withTracedStorage(resolveOptions(options));
   const compiled = compileCollections(resolved.collections);
   const { logger } = resolved;
   const owned = new OwnedResources(resolved);
@@ -92,7 +95,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   const started = (async () => {
     const runtime = await openRuntime({ resolved, compiled, owned, apiFor: (unit) => createRecordsApi(depsOnceStarted, unit) });
     const routes = new RouteTable(buildRoutes(runtime, resolved));
-    return { runtime, dispatch: createDispatch({ routes, limits: resolved.limits, errorMiddleware, logger }) };
+    return { runtime, dispatch: createDispatch({ routes, limits: resolved.limits, errorMiddleware, logger, collectionName: (nameOrId) => runtime.compiled.registry.get(nameOrId)?.name }) };
   })();
   const ready = started.then(() => undefined);
   // The host may never await `ready`; a failed start must not become an unhandled rejection.
@@ -137,12 +140,15 @@ class OwnedResources {
   hub?: RealtimeHub;
   sweeper?: { stop(): Promise<void> };
   replica?: ReplicaReads;
+  /** Removes this router's observable gauges (telemetry-metrics.ts). */
+  stopGauges?: () => void;
 
   constructor(resolved: ResolvedOptions) {
     this.pool = resolved.thumbnail ? undefined : createThumbnailPool({ size: resolved.thumbnailWorkers });
   }
 
   async release(): Promise<void> {
+    this.stopGauges?.();
     await this.hub?.close();
     await this.sweeper?.stop();
     await this.replica?.close();
@@ -175,6 +181,7 @@ interface Runtime {
 async function openRuntime(options: { resolved: ResolvedOptions; compiled: CompiledCollections; owned: OwnedResources; apiFor: RecordServiceOptions['apiFor'] }): Promise<Runtime> {
   const { resolved, owned } = options;
   const { logger, limits, storage } = resolved;
+  await loadTelemetry();
   if (resolved.database) checkDatabaseConnection(resolved.database);
   if (resolved.database) await checkPrimaryServer(resolved.database);
   const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
@@ -217,6 +224,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     maxStoredPerFile: limits.maxThumbnailsPerFile,
   });
   if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter: records.presenter, settings: resolved.realtime, limits, logger });
+  owned.stopGauges = registerGaugeSource({ streams: () => owned.hub?.streamCount ?? 0, replicaLagMs: () => owned.replica?.status().lagMs ?? undefined, thumbnailQueue: () => thumbnails.queued() });
   if (resolved.fileSweep) owned.sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   return {
     compiled,
@@ -267,4 +275,13 @@ function createKnexLog(logger: Logger): Knex.Config['log'] {
     deprecate: () => undefined,
     debug: () => undefined,
   };
+}
+
+/**
+ * The options with the storage adapter seen through spans (lib/telemetry/trace-storage.ts), once,
+ * so every part of the router (files, sweep, backups, migrations) calls it the same way; the
+ * host's adapter itself is not changed.
+ */
+function withTracedStorage(resolved: ResolvedOptions): ResolvedOptions {
+  return { ...resolved, storage: traceStorage(resolved.storage) };
 }

@@ -6,6 +6,7 @@ import { readImageDimensions } from './read-image-dimensions.js';
 import type { ThumbnailBatchFunction, ThumbnailBatchResult, ThumbnailFunction } from './render-thumbnail.js';
 import type { Storage, StoredObjectInfo } from './storage.js';
 import { isThumbnailable, getMimeType, outputFormatFor, thumbnailKeySpec, type ThumbnailSpec } from './thumbnail-spec.js';
+import { activeSpan, endSpan, startChildSpan, type TelemetrySpan } from '../telemetry/start-span.js';
 
 /** Default `maxSourceBytes`: bigger originals are served as they are rather than read into memory. */
 const DEFAULT_MAX_SOURCE_BYTES = 50 * 1024 * 1024;
@@ -45,6 +46,8 @@ export interface ThumbnailCache {
    * (read, write, stat, list), which the caller answers with a 500.
    */
   get(request: ThumbnailRequest): Promise<StoredThumbnail | undefined>;
+  /** Thumbnails waiting for their render to start (the `recordbase.thumbnail.queue.length` gauge). */
+  queued(): number;
 }
 
 /** Options of `createThumbnailCache`. */
@@ -86,6 +89,8 @@ interface Batch {
   request: ThumbnailRequest;
   originalKey: string;
   targets: Target[];
+  /** The span of the request that queued it, if traced: its render's span is a child of it. */
+  parent?: TelemetrySpan;
 }
 
 /**
@@ -122,7 +127,7 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
     const originalKey = buildFileKey(request);
     let batch = waitingByOriginal.get(originalKey);
     if (!batch) {
-      batch = { request, originalKey, targets: [] };
+      batch = { request, originalKey, targets: [], parent: activeSpan() };
       waiting.push(batch);
       waitingByOriginal.set(originalKey, batch);
     }
@@ -188,9 +193,12 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
     }
     let results: ThumbnailBatchResult[];
     await pixels.acquire(weight);
+    const span = startChildSpan('thumbnail render', { parent: batch.parent, attributes: { 'recordbase.thumbnail.count': todo.length } });
     try {
       results = await renderBatch({ data, mimeType: batch.request.mimeType, specs: todo.map((target) => target.spec), maxSourcePixels: pixels.size });
+      endSpan(span);
     } catch (error) {
+      endSpan(span, true);
       logger.warn(`thumbnails of ${where} not made, serving the original: ${error instanceof Error ? error.message : String(error)}`);
       return made;
     } finally {
@@ -219,6 +227,7 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
   }
 
   return {
+    queued: () => waitingTargets,
     async get(request) {
       if (!isThumbnailable(request.mimeType)) return undefined;
       const format = outputFormatFor(request.spec, request.mimeType);

@@ -3,6 +3,8 @@ import { ClientGone } from '../db/statements/database-context.js';
 import { clientKeyOfAddress } from '../db/statements/fair-gate.js';
 import type { Logger } from '../logger.js';
 import type { Limits } from '../options.js';
+import { runWithSpan } from '../telemetry/start-span.js';
+import { traceRequest } from '../telemetry/trace-request.js';
 import { isApiPath, unservedPathError } from './api-fallback-routes.js';
 import { setRequestDatabaseContext } from './request-database-context.js';
 import { noteRoute } from './request-log.js';
@@ -17,6 +19,8 @@ export interface DispatchOptions {
   limits: Pick<Limits, 'statementTimeoutMs' | 'acquireTimeoutMs'>;
   errorMiddleware: ErrorRequestHandler;
   logger: Logger;
+  /** The name of the collection a path's `:collection` names, if one exists (the request's span and metric label; never a name no collection has). */
+  collectionName?: (nameOrId: string) => string | undefined;
 }
 
 /**
@@ -62,9 +66,11 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       if (!res.writableFinished) gone.abort();
     });
     noticeProxy(req);
-    setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip) });
+    const collection = match.params.collection === undefined ? undefined : options.collectionName?.(match.params.collection);
+    const span = traceRequest({ req, res }, { path: match.route.path, collection });
+    setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip), span });
     const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
-    runHandlers(match.route.handlers, req, res, done);
+    runWithSpan(span, () => runHandlers(match.route.handlers, req, res, done));
   };
 }
 

@@ -263,6 +263,11 @@ export class RealtimeHub {
     );
   }
 
+  /** Streams open on this instance (the `recordbase.realtime.streams` gauge). */
+  get streamCount(): number {
+    return this.clients.size;
+  }
+
   /** This instance's id in the registry (its channel is `recordbase_i_<id>`). */
   get instanceId(): string {
     return this.clientRegistry.instanceId;

@@ -12,6 +12,7 @@ const LIB = fileURLToPath(new URL('../../lib/', import.meta.url));
  */
 const FLOORS: readonly Readonly<Record<string, readonly string[]>>[] = [
   { base: ['errors.ts', 'logger.ts', 'memoize-per-object.ts', 'resolve-worker-file.ts', 'sql-fragment.ts'] },
+  { telemetry: ['telemetry/'] },
   { schema: ['schema/'] },
   { db: ['db/'] },
   { auth: ['auth/'] },

@@ -1,3 +1,5 @@
+import type { TelemetrySpan } from '../../telemetry/start-span.js';
+
 /**
  * The bounds of the statements one unit of work (an HTTP request, a server-API call, realtime's
  * background work) sends. It is passed along explicitly: the router makes one per request and
@@ -25,6 +27,11 @@ export interface DatabaseContext {
    * and its count together cost at most one statement timeout.
    */
   budget?: StatementBudget;
+  /**
+   * The unit's span (an HTTP request's), the explicit parent of its statements' spans: with no
+   * async context manager in the host's SDK the active context would not reach them.
+   */
+  span?: TelemetrySpan;
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../../schema/record-date.js';
 import { memoizePerObject } from '../../memoize-per-object.js';
+import { traceStatement } from '../../telemetry/trace-statement.js';
 import { acquireWithin, releaseWithin, sendsPreparedStatements, sendWithin, transactionBeginSql, type SentStatement } from './statement-bounds.js';
 import type { DatabaseContext } from './database-context.js';
 
@@ -77,7 +78,8 @@ function sendOn(db: Knex, connection: unknown, statement: Statement, context: Da
     name === undefined
       ? { text: positionBindings(statement.sql), values: statement.bindings as unknown[], types }
       : { text: positionedNamed(name, statement.sql), values: statement.bindings as unknown[], name, types };
-  return sendWithin(db, connection, { sql: statement.sql, bindings: statement.bindings, config }, context) as Promise<StatementResult>;
+  // Its span (a child of the request's) names the operation and table, never a value.
+  return traceStatement(statement.sql, context?.span, () => sendWithin(db, connection, { sql: statement.sql, bindings: statement.bindings, config }, context) as Promise<StatementResult>);
 }
 
 /**

@@ -1,4 +1,6 @@
+import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
+import { recordConnectionWait, recordGateWait } from '../../telemetry/telemetry-metrics.js';
 import type { DatabaseContext } from './database-context.js';
 import { FairGate, type GateTicket } from './fair-gate.js';
 import { CANCEL_GRACE_MS, canStopStatements, cancelRunning, closeConnection, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, wasCancelled, type StoppableClient } from './stop-statement.js';
@@ -379,6 +381,9 @@ function acquireBounded(client: PoolClient, context: DatabaseContext, acquire: (
     let settled = false;
     let pending: Promise<unknown> | undefined;
     let ticket: GateTicket | undefined;
+    // The waits at the gate and for the pool, each its own histogram (docs/observability.md).
+    const enteredAt = performance.now();
+    let takenAt = 0;
     const giveUp = (error: StatementInterruptedError) => {
       if (settled) return;
       settled = true;
@@ -395,12 +400,15 @@ function acquireBounded(client: PoolClient, context: DatabaseContext, acquire: (
     };
     const take = () => {
       if (settled) return;
+      takenAt = performance.now();
+      if (ticket !== undefined) recordGateWait((takenAt - enteredAt) / 1000);
       pending = acquire();
       pending.then(
         (connection) => {
           if (settled) return;
           settled = true;
           cleanup();
+          recordConnectionWait((performance.now() - takenAt) / 1000);
           if (isConnectionObject(connection)) {
             connectionContexts.set(connection, context);
             if (ticket !== undefined) connectionTickets.set(connection, ticket);

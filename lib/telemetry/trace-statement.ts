@@ -1,0 +1,53 @@
+import { activeSpan, carriesTrace, endSpan, startChildSpan, type TelemetrySpan } from './start-span.js';
+
+/** What a statement's span says of it: its operation and its table, both read from recordbase's own SQL text (values are bindings, never in the text). */
+export interface StatementDescription {
+  operation: string;
+  table?: string;
+}
+
+const FIRST_WORD = /^\s*([A-Za-z]+)/;
+const TABLE_AFTER: Readonly<Record<string, RegExp>> = {
+  SELECT: /\bfrom\s+((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)/i,
+  DELETE: /\bfrom\s+((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)/i,
+  INSERT: /\binto\s+((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)/i,
+  UPDATE: /^\s*update\s+((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)/i,
+};
+
+/**
+ * The operation (`SELECT`, `INSERT`, `BEGIN`, ...) and the first table a statement names, for
+ * its span: OpenTelemetry's `db.operation.name` and `db.collection.name`. Only identifiers of the
+ * text are read; the text itself is never recorded (a filter's shape is in it).
+ */
+export function describeStatement(sql: string): StatementDescription {
+  const operation = (FIRST_WORD.exec(sql)?.[1] ?? 'SQL').toUpperCase();
+  const found = TABLE_AFTER[operation]?.exec(sql)?.[1];
+  return found === undefined ? { operation } : { operation, table: found.replace(/"/g, '') };
+}
+
+/**
+ * Runs one statement under a CLIENT span `OPERATION table` (`db.system.name` postgresql, the
+ * operation and the table), a child of `explicitParent` (the request's span carried on its
+ * database context) or, without one, of the active context's span; an error when it fails. A
+ * statement with no traced parent gets no span (no SDK, or background work such as realtime's
+ * heartbeat, which would otherwise be a root trace per statement): `send` then runs as it is.
+ */
+export function traceStatement<T>(sql: string, explicitParent: TelemetrySpan | undefined, send: () => Promise<T>): Promise<T> {
+  const parent = explicitParent ?? activeSpan();
+  if (!carriesTrace(parent)) return send();
+  const { operation, table } = describeStatement(sql);
+  const attributes: Record<string, string> = { 'db.system.name': 'postgresql', 'db.operation.name': operation };
+  if (table !== undefined) attributes['db.collection.name'] = table;
+  const span = startChildSpan(table === undefined ? operation : `${operation} ${table}`, { kind: 'client', parent, attributes });
+  if (span === undefined) return send();
+  return send().then(
+    (result) => {
+      endSpan(span);
+      return result;
+    },
+    (err: unknown) => {
+      endSpan(span, true);
+      throw err;
+    },
+  );
+}
