@@ -68,6 +68,7 @@ export const ERROR_CODES = {
   realtime_too_many_clients: { status: 503, message: 'Too many realtime clients are connected to this instance; try again later.' },
   realtime_too_many_clients_per_address: { status: 429, message: 'Too many realtime streams are open from this address.' },
   realtime_too_many_clients_per_identity: { status: 429, message: 'Too many realtime clients are subscribed with this identity.' },
+  rate_limited: { status: 429, message: 'Too Many Requests.' },
   realtime_unavailable: { status: 503, message: 'The instance holding this realtime client did not answer; try again.' },
   invalid_backup_key: { status: 400, message: 'Invalid backup key.' },
   backup_exists: { status: 400, message: 'A backup with this name already exists.' },
@@ -216,6 +217,17 @@ export class ValidationError extends RecordbaseError {
 export class TooManyRequestsError extends RecordbaseError {
   constructor(message?: string, code: ErrorCodeWithStatus<429> = 'realtime_too_many_clients_per_address') {
     super(describeError(code, message));
+  }
+}
+
+/**
+ * 429: a rate limit's rule (`rateLimits.rules`) counted as many requests of this client in its
+ * window as it allows; PocketBase's body. `retryAfterSeconds` is the wait until the window ends
+ * (the response's Retry-After).
+ */
+export class RateLimitError extends RecordbaseError {
+  constructor(readonly retryAfterSeconds: number) {
+    super(describeError('rate_limited'));
   }
 }
 

@@ -81,6 +81,7 @@ export {
   ConflictError,
   BatchError,
   TooManyRequestsError,
+  RateLimitError,
   type FieldError,
 } from './errors.js';
 export type { Migration, MigrationContext, MigrationModule, MigrationsOption, ChangeFieldTypeOptions } from './migrations/migration-definition.js';

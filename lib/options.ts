@@ -19,6 +19,7 @@ import { checkMigrationsOption, type MigrationsOption } from './migrations/migra
 import type { ListenConnection } from './db/realtime/notification-listener.js';
 import type { RealtimeSettings } from './realtime/realtime-hub.js';
 import { checkReplicaDatabase, type ReadReplicaSettings } from './db/replica/replica-reads.js';
+import { checkExcludedIps, checkRateLimitRules, type RateLimitSettings } from './db/rate-limits/rate-limit-settings.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -150,6 +151,12 @@ export interface RecordsRouterOptions {
    */
   realtime?: Partial<RealtimeSettings> | false;
   /**
+   * Rate limits in PocketBase's shape (docs/limits.md, "Rate limits"): `rules` of `{ label,
+   * maxRequests, duration, audience }`, answered 429 with Retry-After, held across instances on
+   * Postgres. Default: no rules, no cost. `false`: off.
+   */
+  rateLimits?: Partial<RateLimitSettings> | false;
+  /**
    * Migrations (docs/collections.md "Changing your schema"): a folder of `.js`, `.mjs` or `.ts`
    * modules (relative to the working directory) each default-exporting `{ up, down? }`, or an
    * array of `{ name, up, down? }`. Pending ones are applied at `ready`, in name order, before the
@@ -206,6 +213,7 @@ export interface ResolvedOptions {
   openapi: boolean;
   dashboard: boolean;
   realtime: RealtimeSettings | false;
+  rateLimits: RateLimitSettings | false;
   migrations?: MigrationsOption;
   backups: BackupSettings;
   preparedStatements: boolean;
@@ -236,7 +244,7 @@ export interface OptionEntry<T> {
 
 type Entries<T> = { readonly [K in keyof T]-?: OptionEntry<T[K]> };
 /** The options of the top level that the table resolves (the groups below have tables of their own). */
-type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'fileSweep' | 'uploadTempDir' | 'backups' | 'readReplica'>;
+type TopLevelOptions = Omit<ResolvedOptions, 'limits' | 'batch' | 'realtime' | 'rateLimits' | 'fileSweep' | 'uploadTempDir' | 'backups' | 'readReplica'>;
 
 /**
  * A group of settings under one key (`limits`, `batch`, ...): its table, and whether `false`
@@ -255,6 +263,7 @@ export interface OptionTable {
     readonly limits: OptionGroup<Limits>;
     readonly batch: OptionGroup<BatchSettings>;
     readonly realtime: OptionGroup<RealtimeSettings>;
+    readonly rateLimits: OptionGroup<RateLimitSettings>;
     readonly fileSweep: OptionGroup<Required<FileSweepOptions>>;
     readonly backups: OptionGroup<BackupSettings>;
     readonly readReplica: OptionGroup<ReadReplicaSettings>;
@@ -422,6 +431,11 @@ export const OPTION_TABLE: OptionTable = {
       // Three default instance heartbeats; false: never sleeps (docs/realtime.md, "Idle mode").
       idleAfterMs: { default: 15_000, check: (path, value): number | false => (value === false ? false : checkDuration(path, value)) },
     }),
+    rateLimits: switchable('rateLimits must be an object { rules, excludedIps, maxTrackedKeys } or false', {
+      rules: { derive: () => [], check: (path, value, { given }) => checkRateLimitRules(path, value, isDeclaredIn(given.collections)) },
+      excludedIps: { derive: () => [], check: checkExcludedIps },
+      maxTrackedKeys: { default: 100_000, check: checkPositiveInteger },
+    }),
     fileSweep: switchable('fileSweep must be an object of settings or false', {
       intervalMs: { default: 6 * HOUR, check: checkDuration },
       // An age compared with files' times, never a timer: a grace period of 30 days is fair.
@@ -497,6 +511,7 @@ export function resolveOptions(options: RecordsRouterOptions, env: NodeJS.Proces
   resolved.limits = resolveGroup('limits', groups.limits, { given: options.limits, context, env }) as Limits; // never off: canBeOff is false
   resolved.batch = resolveGroup('batch', groups.batch, { given: options.batch, context, env });
   resolved.realtime = resolveGroup('realtime', groups.realtime, { given: options.realtime, context, env });
+  resolved.rateLimits = resolveGroup('rateLimits', groups.rateLimits, { given: options.rateLimits, context, env });
   resolved.fileSweep = resolveGroup('fileSweep', groups.fileSweep, { given: options.fileSweep, context, env });
   resolved.backups = resolveGroup('backups', groups.backups, { given: options.backups, context, env }) as BackupSettings; // never off: canBeOff is false
   // Absent is none; a Knex alone is `{ database }` (checkReplicaDatabase requires one).

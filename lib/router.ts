@@ -27,6 +27,7 @@ import { createLandingPage } from './http/landing-page.js';
 import { createOpenApiRoute } from './http/openapi-route.js';
 import { createMultipartReader, removeStaleSpools } from './http/read-multipart.js';
 import { createRealtimeRoutes } from './http/realtime-routes.js';
+import { rateLimitsAdditions, startRateLimits, type RateLimits } from './http/rate-limits/start-rate-limits.js';
 import { createRequestLog } from './http/request-log.js';
 import { createRecordsRoutes } from './http/records-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
@@ -140,6 +141,7 @@ class OwnedResources {
   hub?: RealtimeHub;
   sweeper?: { stop(): Promise<void> };
   replica?: ReplicaReads;
+  rateLimits?: RateLimits;
   /** Removes this router's observable gauges (telemetry-metrics.ts). */
   stopGauges?: () => void;
 
@@ -149,6 +151,7 @@ class OwnedResources {
 
   async release(): Promise<void> {
     this.stopGauges?.();
+    await this.rateLimits?.close();
     await this.hub?.close();
     await this.sweeper?.stop();
     await this.replica?.close();
@@ -164,6 +167,8 @@ interface Runtime {
   readonly fileTokens: FileTokens;
   readonly thumbnails: ThumbnailCache;
   readonly hub?: RealtimeHub;
+  /** The rate limits' counters, when `rateLimits` has rules: every route is guarded (docs/limits.md). */
+  readonly rateLimits?: RateLimits;
   readonly backups: BackupService;
   /** What the server API works through (create-records-api.ts). */
   readonly apiDeps: RecordsApiDeps;
@@ -189,7 +194,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   if (resolved.migrations !== undefined) {
     await migrateAtStart(database, { option: resolved.migrations, services: { compiled: options.compiled, storage, logger, limits, tempDir: resolved.uploadTempDir } });
   }
-  const synced = await syncDatabaseSchema(database, options.compiled.registry.collections, { additions: [realtimeSchema(resolved.realtime !== false)], logger });
+  const synced = await syncDatabaseSchema(database, options.compiled.registry.collections, { additions: [realtimeSchema(resolved.realtime !== false), ...rateLimitsAdditions(resolved.rateLimits, resolved.database)], logger });
   const compiled = completeCollections(options.compiled, synced.views);
   const registry = compiled.registry;
   const secret = await loadFileTokenSecret({ secret: resolved.fileTokenSecret, shared: openSharedSetting(database, FILE_TOKEN_SECRET_SETTING), dataDir: resolved.dataDir, keyInDataDir: owned.database !== undefined });
@@ -225,6 +230,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   });
   if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter: records.presenter, settings: resolved.realtime, limits, logger });
   owned.stopGauges = registerGaugeSource({ streams: () => owned.hub?.streamCount ?? 0, replicaLagMs: () => owned.replica?.status().lagMs ?? undefined, thumbnailQueue: () => thumbnails.queued() });
+  owned.rateLimits = startRateLimits({ settings: resolved.rateLimits, shared: resolved.database, limits, logger });
   if (resolved.fileSweep) owned.sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   return {
     compiled,
@@ -232,6 +238,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     fileTokens: createFileTokens({ secret }),
     thumbnails,
     hub: owned.hub,
+    rateLimits: owned.rateLimits,
     backups: createBackupService({ database, embeddedDirectory: owned.database && embeddedDatabaseDir(resolved.dataDir), storage, ...resolved.backups, logger }),
     apiDeps,
     health: new DatabaseHealth({ database, logger, limits }),
@@ -247,7 +254,8 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
 function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const { auth, logger, limits } = resolved;
   const { records } = runtime;
-  const resolveCaller = createCallerResolver({ auth, logger, sources: HEADER_ONLY });
+  const guard = runtime.rateLimits?.guardWith(createCallerResolver({ auth, logger, sources: HEADER_ONLY }));
+  const resolveCaller = guard?.resolveCaller ?? createCallerResolver({ auth, logger, sources: HEADER_ONLY });
   const resolveDownloadCaller = createDownloadCallerResolver({
     fileTokens: runtime.fileTokens,
     callers: { header: resolveCaller, download: createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES }) },
@@ -259,12 +267,12 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   if (resolved.openapi) routes.push(createOpenApiRoute({ registry: runtime.compiled.registry, document: { limits, multipartUpdate: resolved.multipartUpdate } }));
   routes.push(...createRecordsRoutes({ records, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize, maxPerPage: limits.maxPerPage }));
   routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
-  routes.push(...createBatchRoutes({ records, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch }));
+  routes.push(...createBatchRoutes({ records, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch, checkRequests: guard?.checkBatch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));
   routes.push(...createBackupRoutes({ backups: runtime.backups, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createDashboardRoutes({ enabled: resolved.dashboard, registry: runtime.compiled.registry, resolveCaller }));
   routes.push(createHealthRoute(runtime.health));
-  return routes;
+  return guard ? guard.guard(routes) : routes;
 }
 
 /** Knex's own warnings about the database the router opened go to the router's logger, not the console. */

@@ -69,6 +69,14 @@ export const CLIENTS_READING_OTHER_TABLES_INDEX = '_recordbase_realtime_clients_
 /** The immutable function CLIENTS_TOPIC_KEYS_COLUMN is computed with. */
 export const TOPIC_KEYS_FUNCTION = '_recordbase_realtime_topic_keys';
 
+/**
+ * Rate limits' counters shared by the instances (lib/db/rate-limits/rate-limit-sql.ts): one row per
+ * rule, client and window, the hits every instance added at its syncs; pruned once the window is over.
+ */
+export const RATE_LIMITS_TABLE = '_recordbase_rate_limits';
+/** RATE_LIMITS_TABLE by the end of each row's window (the prune). */
+export const RATE_LIMITS_EXPIRY_INDEX = '_recordbase_rate_limits_expiry';
+
 /** The statement-level trigger function that copies changes into OUTBOX_TABLE. */
 export const CAPTURE_FUNCTION = '_recordbase_realtime_capture';
 /** The capture trigger for inserts, on every collection table (one per event: each has its transition table). */

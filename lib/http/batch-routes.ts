@@ -1,7 +1,7 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { BatchError } from '../errors.js';
 import type { RecordService } from '../records/record-service.js';
-import { runBatch, type BatchSettings } from '../records/run-batch.js';
+import { runBatch, type BatchRequest, type BatchSettings } from '../records/run-batch.js';
 import type { Logger } from '../logger.js';
 import type { Route } from './route-table.js';
 import type { MultipartReader } from './read-multipart.js';
@@ -18,6 +18,8 @@ export interface BatchRoutesOptions {
   settings: BatchSettings | false;
   /** Reads a multipart batch body under the batch's own size limit. */
   readMultipart: MultipartReader;
+  /** Counts the batch's requests against the rate limits (each one, docs/limits.md "Rate limits"): throws the 429. */
+  checkRequests?: (req: Request, res: Response, requests: readonly BatchRequest[]) => Promise<void>;
 }
 
 /**
@@ -42,6 +44,7 @@ export function createBatchRoutes(options: BatchRoutesOptions): Route[] {
       const body = multipart ? multipart.fields : readJsonBody(req);
       const requests = readBatch(body, multipart?.uploads ?? [], limits);
       const caller = await options.resolveCaller(req);
+      await options.checkRequests?.(req, res, requests);
       answer = await runBatch({
         service: options.records,
         requests,

@@ -1,0 +1,125 @@
+import { isIP, type BlockList } from 'node:net';
+import type { Request, RequestHandler, Response } from 'express';
+import { blockListOf, type RateLimitAction, type RateLimitSettings } from '../../db/rate-limits/rate-limit-settings.js';
+import { RateLimitError } from '../../errors.js';
+import type { Identity } from '../../auth/identity.js';
+import type { Caller } from '../../records/caller.js';
+import type { CallerResolver } from '../resolve-caller.js';
+import type { Route } from '../route-table.js';
+import { addressGroup } from './address-group.js';
+import { RateLimitRuleMatcher } from './match-rate-limit-rule.js';
+import type { CountedRule, RateLimiter } from './rate-limiter.js';
+
+/** One request of a batch, as the guard counts it. */
+export interface BatchedRequest {
+  readonly action: 'create' | 'upsert' | 'update' | 'delete';
+  readonly collection: string;
+  readonly id?: string;
+}
+
+/** What the routes get from the rate limits (docs/limits.md, "Rate limits"). */
+export interface RateLimitGuard {
+  /** The router's caller resolver, once per request: the guard and the route's handler share one `auth()` call. */
+  readonly resolveCaller: CallerResolver;
+  /** The routes with the check in front of each one's handlers. */
+  guard(routes: readonly Route[]): Route[];
+  /** Counts a batch's requests (each against its own rule; all or none), after the batch request itself was counted: 429 when one overflows. */
+  checkBatch(req: Request, res: Response, requests: readonly BatchedRequest[]): Promise<void>;
+}
+
+/** The records and files routes by method and path: the action a `collection:action` label names. */
+const ACTIONS: Readonly<Record<string, RateLimitAction>> = {
+  'GET /api/collections/:collection/records': 'list',
+  'GET /api/collections/:collection/records/:id': 'view',
+  'POST /api/collections/:collection/records': 'create',
+  'PATCH /api/collections/:collection/records/:id': 'update',
+  'DELETE /api/collections/:collection/records/:id': 'delete',
+  'DELETE /api/collections/:collection/records': 'delete',
+  'GET /api/files/:collection/:recordId/:filename': 'file',
+  'HEAD /api/files/:collection/:recordId/:filename': 'file',
+};
+const BATCH_METHODS: Readonly<Record<BatchedRequest['action'], { method: string; action: RateLimitAction }>> = {
+  create: { method: 'POST', action: 'create' },
+  // Whether an upsert creates is known only once it runs: it counts as the create it may be.
+  upsert: { method: 'PUT', action: 'create' },
+  update: { method: 'PATCH', action: 'update' },
+  delete: { method: 'DELETE', action: 'delete' },
+};
+
+/**
+ * Builds the rate limits' check of requests: one rule per request (RateLimitRuleMatcher), counted
+ * by the limiter for the request's client: its address group (`req.ip`, so Express's `trust
+ * proxy` decides; an IPv6 /64 is one client) for `''` and `'@guest'` rules, its identity's id for
+ * `'@auth'` ones. A superuser and an excluded address are not limited (as in PocketBase). Labels
+ * use the path below the router's mount as the route reads it (literal segments as declared, the
+ * decoded parameters), so `/API/Collections/...` or a %-escape count as the path they reach.
+ * Downloads count as guests: their token may be a file token, which is not the host's to read.
+ */
+export function createRateLimitGuard(options: { settings: RateLimitSettings; limiter: RateLimiter; rules: readonly CountedRule[]; resolveCaller: CallerResolver }): RateLimitGuard {
+  const { limiter } = options;
+  const matcher = new RateLimitRuleMatcher(options.rules);
+  const excluded = options.settings.excludedIps.length > 0 ? blockListOf(options.settings.excludedIps) : undefined;
+  const callers = new WeakMap<Request, Promise<Caller>>();
+  const resolveCaller: CallerResolver = (req) => {
+    let caller = callers.get(req);
+    if (caller === undefined) callers.set(req, (caller = options.resolveCaller(req)));
+    return caller;
+  };
+  /** The identity the limits see: a caller whose token auth() refused counts as the guest it is until its handler answers 401. */
+  const identityOf = (req: Request): Promise<Identity | null> => resolveCaller(req).then((caller) => caller.request.auth, () => null);
+
+  const refuse = (res: Response, seconds: number): never => {
+    res.setHeader('Retry-After', String(seconds));
+    throw new RateLimitError(seconds);
+  };
+
+  const clientOf = (req: Request, rule: CountedRule, identity: Identity | null) => (rule.audience === '@auth' && identity ? `@${identity.id}` : addressGroup(req.ip));
+
+  function guardRoute(route: Route): Route {
+    const action = ACTIONS[`${route.method} ${route.path}`];
+    const segments = route.path.split('/').map((part) => (part.startsWith(':') ? { param: part.slice(1) } : { literal: part }));
+    const readsIdentity = !(route.path.startsWith('/api/files/') || route.path.startsWith('/api/backups/')) || route.method === 'POST';
+    const check: RequestHandler = async (req, res, next) => {
+      if (isExcluded(excluded, req.ip)) return next();
+      const identity = readsIdentity ? await identityOf(req) : null;
+      if (identity?.superuser === true) return next();
+      const path = segments.map((s) => ('literal' in s ? s.literal : ((req.params[s.param] as string | undefined) ?? ''))).join('/');
+      const collection = action === undefined ? undefined : (req.params.collection as string);
+      const labels = collection === undefined ? [`${req.method} ${path}`, path] : [`${collection}:${action}`, `*:${action}`, `${req.method} ${path}`, path];
+      const match = matcher.find(labels, { authenticated: identity !== null, collectionLabels: collection === undefined ? 0 : 2 });
+      if (match) {
+        const wait = limiter.take(match.rule, match.perCollection ? collection! : '', clientOf(req, match.rule, identity));
+        if (wait > 0) refuse(res, wait);
+      }
+      next();
+    };
+    return { ...route, handlers: [check, ...route.handlers] };
+  }
+
+  return {
+    resolveCaller,
+    guard: (routes) => routes.map(guardRoute),
+    async checkBatch(req, res, requests) {
+      if (isExcluded(excluded, req.ip)) return;
+      const identity = await identityOf(req);
+      if (identity?.superuser === true) return;
+      const hits = [];
+      for (const request of requests) {
+        const { method, action } = BATCH_METHODS[request.action];
+        const path = `/api/collections/${request.collection}/records${request.id === undefined ? '' : `/${request.id}`}`;
+        const match = matcher.find([`${request.collection}:${action}`, `*:${action}`, `${method} ${path}`, path], { authenticated: identity !== null, collectionLabels: 2 });
+        if (match) hits.push({ rule: match.rule, scope: match.perCollection ? request.collection : '', client: clientOf(req, match.rule, identity) });
+      }
+      const wait = hits.length === 0 ? 0 : limiter.takeAll(hits);
+      if (wait > 0) refuse(res, wait);
+    },
+  };
+}
+
+/** Whether `ip` is one of `rateLimits.excludedIps` (an IPv4-mapped IPv6 address as its IPv4 one). */
+function isExcluded(list: BlockList | undefined, ip: string | undefined): boolean {
+  if (list === undefined || ip === undefined) return false;
+  const plain = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip.split('%')[0]!;
+  const family = isIP(plain);
+  return family !== 0 && list.check(plain, family === 4 ? 'ipv4' : 'ipv6');
+}
