@@ -155,7 +155,7 @@ export class RateLimiter {
       if (sent.length >= MAX_DELTAS_PER_SYNC) break;
       this.dirty.delete(bucket);
       bucket.dirty = false;
-      if (bucket.windowEnd <= now || bucket.pending === 0) continue;
+      if (bucket.windowEnd <= now || bucket.pending === 0 || !this.mayWrite(bucket)) continue;
       bucket.id ??= bucketId(bucket.rule, bucket.key);
       sent.push({ bucket, windowStart: bucket.windowStart, hits: bucket.pending });
       deltas.push({ bucket: bucket.id, windowStart: bucket.windowStart, windowEnd: bucket.windowEnd, hits: bucket.pending });
@@ -207,21 +207,29 @@ export class RateLimiter {
     if (!bucket.dirty && this.options.runner) this.markDirty(bucket);
   }
 
-  /** Queues a bucket for the next sync, unless its rule already wrote its share of rows for this window. */
+  /** Queues a bucket for the next sync, unless its window's hits stay here (its rule wrote its share of rows for the window). */
   private markDirty(bucket: Bucket): void {
     if (bucket.localOnlyWindow === bucket.windowStart) return;
-    if (bucket.sharedWindow !== bucket.windowStart) {
-      let share = this.shares.get(bucket.rule.index);
-      if (share === undefined || share.windowStart !== bucket.windowStart) this.shares.set(bucket.rule.index, (share = { windowStart: bucket.windowStart, written: 0 }));
-      if (share.written >= this.options.maxTrackedKeys) {
-        bucket.localOnlyWindow = bucket.windowStart;
-        return;
-      }
-      share.written++;
-      bucket.sharedWindow = bucket.windowStart;
-    }
     bucket.dirty = true;
     this.dirty.add(bucket);
+  }
+
+  /**
+   * Whether a bucket's row may be written: a bucket's first row of a window counts against its
+   * rule's share for that window (maxTrackedKeys rows per rule and window); past it, the bucket
+   * counts on this instance only until its window ends.
+   */
+  private mayWrite(bucket: Bucket): boolean {
+    if (bucket.sharedWindow === bucket.windowStart) return true;
+    let share = this.shares.get(bucket.rule.index);
+    if (share === undefined || share.windowStart !== bucket.windowStart) this.shares.set(bucket.rule.index, (share = { windowStart: bucket.windowStart, written: 0 }));
+    if (share.written >= this.options.maxTrackedKeys) {
+      bucket.localOnlyWindow = bucket.windowStart;
+      return false;
+    }
+    share.written++;
+    bucket.sharedWindow = bucket.windowStart;
+    return true;
   }
 
   /** Forgets the oldest buckets until `room` more fit under maxTrackedKeys. */
