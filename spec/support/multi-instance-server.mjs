@@ -7,11 +7,15 @@
 // { databaseUrl, schema?, dataDir, collections, identities: {token: identity},
 //   storage: { kind: 'disk', root } | { kind: 's3', bucket, prefix, client },
 //   realtime?: the router's `realtime` option, passed through (left out: the default),
-//   preparedStatements?: the router's option, passed through (left out: the default) }
+//   preparedStatements?: the router's option, passed through (left out: the default),
+//   drainMs?: the router's option, passed through (left out: the default) }
 // Without a schema the Knex sets no search_path (behind a pooler in transaction mode it would not
 // follow the client anyway).
 // No fileTokenSecret: instances must agree on the one kept in the database.
 // Sends {port} over IPC once `ready` resolved, {error} if it rejected; exits when the parent goes.
+// On the IPC message {shutdown: true} it stops as docs/deployment.md ("Rolling restarts") tells a
+// host to: records.close() (refuse, drain, end the streams), then its own Knex destroyed (nothing
+// of recordbase's runs on it any more), then server.close(), then exit 0.
 import express from 'express';
 import knex from 'knex';
 import { createRecordsRouter, diskStorage } from '../../dist/lib/index.js';
@@ -37,6 +41,7 @@ const router = createRecordsRouter({
   thumbnailWorkers: 1,
   ...(config.realtime === undefined ? {} : { realtime: config.realtime }),
   ...(config.preparedStatements === undefined ? {} : { preparedStatements: config.preparedStatements }),
+  ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
 });
 
 try {
@@ -49,3 +54,11 @@ const app = express();
 app.use('/backend', router);
 const server = app.listen(0, '127.0.0.1', () => process.send?.({ port: server.address().port }));
 process.on('disconnect', () => process.exit(0));
+process.on('message', (message) => {
+  if (message?.shutdown !== true) return;
+  void (async () => {
+    await router.close();
+    await database.destroy();
+    server.close(() => process.exit(0));
+  })();
+});

@@ -19,6 +19,8 @@ export interface Instance {
   readonly process: ChildProcess;
   /** Kills the process with SIGKILL (no shutdown of any kind) and waits until it is gone. */
   kill(): Promise<void>;
+  /** Stops it as a host does at SIGTERM (records.close(), then server.close()) and waits until the process has exited. */
+  shutdown(): Promise<void>;
 }
 
 /** Options of `startInstances`. */
@@ -34,6 +36,8 @@ export interface StartInstancesOptions {
   identities: Record<string, Identity>;
   /** The router's `realtime` option for every instance (e.g. a short `instanceHeartbeatMs`); left out, the default. */
   realtime?: RecordsRouterOptions['realtime'];
+  /** The router's `drainMs` for every instance; left out, the default. */
+  drainMs?: number;
 }
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./multi-instance-server.mjs', import.meta.url));
@@ -66,6 +70,7 @@ export async function startInstances(options: StartInstancesOptions): Promise<{ 
       storage: options.storage,
       realtime: options.realtime,
       preparedStatements: options.preparedStatements,
+      drainMs: options.drainMs,
     };
     const child = fork(SERVER_SCRIPT, [], { env: { ...process.env, RB_INSTANCE_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);
@@ -84,6 +89,11 @@ export async function startInstances(options: StartInstancesOptions): Promise<{ 
           async kill() {
             child.kill('SIGKILL');
             await waitForExit(child);
+          },
+          async shutdown() {
+            const gone = waitForExit(child);
+            child.send({ shutdown: true });
+            await gone;
           },
         });
       });
