@@ -134,6 +134,27 @@ describe.each(testEngines())('rate limits under attack on %s', (engine) => {
     expect(await statuses(2, () => list(proxied, 'h', { 'X-Forwarded-For': '192.0.2.7' }))).toEqual([200, 429]);
   });
 
+  test('auth() runs once per request: the limit and the route share its answer', async () => {
+    const calls: string[] = [];
+    const counted = await startTestApp(engine, {
+      collections,
+      auth: (token) => {
+        calls.push(token);
+        return token === 'good' ? { id: 'someoneeeeeeeee' } : null;
+      },
+      rateLimits: { rules: [{ label: '/api/', maxRequests: 100, duration: 60, audience: '@auth' }] },
+    });
+    try {
+      const auth = { Authorization: 'good', 'Content-Type': 'application/json' };
+      expect((await counted.http.get('/backend/api/collections/a/records').set(auth)).status).toBe(200);
+      expect((await counted.http.post('/backend/api/collections/a/records').set(auth).send({ name: 'x' })).status).toBe(200);
+      expect((await counted.http.post('/backend/api/batch').set(auth).send({ requests: [{ method: 'POST', url: '/api/collections/a/records', body: {} }] })).status).toBe(200);
+      expect(calls).toEqual(['good', 'good', 'good']);
+    } finally {
+      await counted.close();
+    }
+  });
+
   test('a path label counts the path the route reads: other case, a %-escape and a trailing slash are the same path', async () => {
     const paths = ['/api/collections/p/records', '/API/Collections/p/records/', '/api/collections/%70/records'];
     expect(await statuses(3, (i) => fetch(`${direct}${paths[i]}`))).toEqual([200, 200, 429]);

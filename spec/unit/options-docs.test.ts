@@ -88,6 +88,15 @@ const DERIVED: Record<string, (cell: string) => Promise<void> | void> = {
     expect(ENTRIES.get('realtime.listen')).not.toHaveProperty('default');
     expect(ENTRIES.get('realtime.listen')).not.toHaveProperty('derive');
   },
+  // No rules and no exclusions: empty lists, made afresh for each router.
+  'rateLimits.rules': (cell) => {
+    expect(cell).toBe('none');
+    expect(tableDefault('rateLimits.rules')).toEqual([]);
+  },
+  'rateLimits.excludedIps': (cell) => {
+    expect(cell).toBe('none');
+    expect(tableDefault('rateLimits.excludedIps')).toEqual([]);
+  },
   'batch.maxBodySize': (cell) => {
     expect(cell).toContain('limits.maxBodySize');
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 1234 } }, {}).batch).toMatchObject({ maxBodySize: 1234 });
@@ -137,7 +146,7 @@ describe('docs/limits.md', () => {
 });
 
 describe('docs/configuration.md', () => {
-  const sections: Record<string, string> = { '`limits`': 'limits', '`realtime`': 'realtime', '`fileSweep`': 'fileSweep' };
+  const sections: Record<string, string> = { '`limits`': 'limits', '`realtime`': 'realtime', '`fileSweep`': 'fileSweep', '`rateLimits`': 'rateLimits' };
   const rows = readTables(read('configuration.md')).filter(({ heading }) => sections[heading] !== undefined);
 
   test.each(Object.values(sections))('the table of %s lists every setting of the group, with the table\'s default', async (group) => {
