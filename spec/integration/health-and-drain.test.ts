@@ -7,20 +7,26 @@
  * (counted on the wire), and its 503 while a throwaway Postgres is down.
  */
 import { mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
 import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy.js';
+import { startFreezingProxy } from '../support/freezing-proxy.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { requestOnce } from '../support/request-once.js';
 import { serveRouter, type ServedRouter } from '../support/served-router.js';
+import { openSse } from '../support/sse-reader.js';
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
 import { openTestDatabase, testEngines, testKnexLog, type TestDatabase } from '../support/test-database.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
 
-const collections = [{ name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: OPEN_RULES }];
+const collections = [
+  { name: 'notes', fields: [{ name: 'text', type: 'text' as const }], rules: OPEN_RULES },
+  { name: 'docs', fields: [{ name: 'doc', type: 'file' as const, maxSelect: 1, maxSize: 64 * 1024 * 1024 }], rules: OPEN_RULES },
+];
 const tempDir = () => mkdtempSync(path.join(os.tmpdir(), 'rb-health-'));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -112,6 +118,58 @@ describe.each(testEngines())('readiness and drain (%s)', (engine) => {
   });
 });
 
+/** A GET of `path` on a raw socket that reads nothing: the server can write only until the socket's buffers are full. */
+function stalledDownload(baseUrl: string, path: string): { stop(): void } {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = net.connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  socket.pause();
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  return { stop: () => socket.destroy() };
+}
+
+describe.each(testEngines())('drain and the clients that stay (%s)', (engine) => {
+  let app: TestApp;
+  afterEach(async () => {
+    await app?.close();
+  });
+
+  // 48 MiB: more than loopback's socket buffers take, so the response cannot finish unread. A
+  // client that reads nothing notices no close either: the server's own count of connections says it.
+  test('a download read slowly is cut at drainMs too, and close() resolves', async () => {
+    app = await startTestApp(engine, { collections, drainMs: 500, limits: { maxFileSize: 64 * 1024 * 1024, maxBodySize: 64 * 1024 * 1024 } });
+    const form = new FormData();
+    form.append('doc', new Blob([randomBytes(48 * 1024 * 1024)], { type: 'application/octet-stream' }), 'big.bin');
+    const created = await fetch(`${app.baseUrl}/backend/api/collections/docs/records`, { method: 'POST', body: form });
+    expect(created.status).toBe(200);
+    const record = (await created.json()) as { id: string; collectionId: string; doc: string };
+    const connections = () => new Promise<number>((resolve, reject) => app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
+    const before = await connections();
+    const download = stalledDownload(app.baseUrl, `/backend/api/files/${record.collectionId}/${record.id}/${record.doc}`);
+    try {
+      await sleep(300);
+      expect(await connections()).toBe(before + 1);
+      const started = performance.now();
+      await app.router.close();
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(await connections()).toBe(before);
+    } finally {
+      download.stop();
+    }
+  });
+
+  test('an open realtime stream does not hold close() for drainMs: it ends right after the drain', async () => {
+    app = await startTestApp(engine, { collections, drainMs: 5_000 });
+    const stream = await openSse(`${app.baseUrl}/backend/api/realtime`);
+    await stream.clientId();
+    const started = performance.now();
+    await app.router.close();
+    expect(performance.now() - started).toBeLessThan(2_500);
+    await stream.endedPromise;
+    expect(stream.ended()).toBe(true);
+  });
+});
+
 describe.each(testEngines())('health before the start finished (%s)', (engine) => {
   let database: TestDatabase;
   let router: RecordsRouter | undefined;
@@ -197,6 +255,33 @@ postgresOnly('the health check on Postgres', () => {
       await database.destroy();
     }
   });
+
+  test('a database that stops answering (no reset, no close: a frozen network) is a 503 within about a second; the check that hangs is bounded', async () => {
+    const database = await openTestDatabase('postgres');
+    const target = new URL(database.url!);
+    const proxy = await startFreezingProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const proxied = new URL(database.url!);
+    proxied.host = `127.0.0.1:${proxy.port}`;
+    const db = knexFactory({ client: 'pg', connection: proxied.toString(), searchPath: [database.schema!], pool: { min: 0, max: 5 }, log: testKnexLog });
+    const served = await serveRouter(createRecordsRouter({ collections, database: db, logger: createMemoryLogger(), fileSweep: false, realtime: false, dataDir: tempDir() }));
+    try {
+      expect((await requestOnce(`${served.baseUrl}/api/health`)).status).toBe(200);
+      proxy.freeze();
+      const frozen = performance.now();
+      const probe = await pollHealth(served.baseUrl, 503, 5_000);
+      expect(probe.json).toMatchObject({ code: 503, message: expect.stringMatching(/database does not answer/) });
+      // At most a second of the cached answer, then a check given a second.
+      expect(performance.now() - frozen).toBeLessThan(3_000);
+      proxy.thaw();
+      await pollHealth(served.baseUrl, 200, 10_000);
+    } finally {
+      proxy.thaw();
+      await served.close();
+      await db.destroy();
+      await proxy.close();
+      await database.destroy();
+    }
+  }, 30_000);
 
   describe('while the database is down', () => {
     let server: ThrowawayPostgres;
