@@ -38,6 +38,17 @@ export const MIGRATIONS_TABLE = '_recordbase_migrations';
 export const FILE_TOKEN_SECRET_SETTING = 'file_token_secret';
 /** Every committed change of a collection table, written by the capture trigger in the write's own transaction. */
 export const OUTBOX_TABLE = '_recordbase_realtime_outbox';
+/**
+ * The outbox's nullable column with the writing request's W3C `traceparent` (docs/observability.md):
+ * a delivery on any instance links its span to the write's.
+ */
+export const OUTBOX_TRACEPARENT_COLUMN = 'traceparent';
+/**
+ * The session setting (a Postgres custom parameter, `SET LOCAL`, not a key of SETTINGS_TABLE) a
+ * traced write's transaction carries its `traceparent` in, for the capture trigger to copy into
+ * OUTBOX_TRACEPARENT_COLUMN.
+ */
+export const TRACEPARENT_SESSION_SETTING = 'recordbase.traceparent';
 /** One row per running instance with realtime on, refreshed by its heartbeat. */
 export const INSTANCES_TABLE = '_recordbase_realtime_instances';
 /** One row per open stream: its owner instance, identity (id and superuser flag only) and subscriptions. */

@@ -11,6 +11,7 @@ import { checkRecords, type CheckOutcome, type CheckTarget, type Conditions } fr
 import { FairLanes } from './fair-lanes.js';
 import type { ClientDelivery, DeliveryItem, LocalClient, LocalSubscription } from './local-client.js';
 import type { SubscriptionConditions } from './subscription-conditions.js';
+import { traceDelivery } from '../telemetry/trace-delivery.js';
 
 /** What delivery needs from the hub. */
 export interface ChangeDeliveryOptions {
@@ -117,7 +118,10 @@ export class ChangeDelivery {
     for (const [index, change] of changes.entries()) {
       const collection = this.options.collectionOf(change.collection);
       if (!collection) continue;
-      await this.collectItems({ change, collection, subscriptions: subscribersOf(collection), shared: shared.get(index), now, items });
+      const subscriptions = subscribersOf(collection);
+      // Its span, linked to the write's, and its commit-to-delivery latency (docs/observability.md).
+      const delivered = subscriptions.length === 0 ? undefined : traceDelivery(change, collection.name);
+      await this.collectItems({ change, collection, subscriptions, shared: shared.get(index), now, items }).finally(delivered);
     }
     for (const [client, list] of items) this.enqueue(client, list);
   }

@@ -36,6 +36,8 @@ export interface StartSpanOptions {
   links?: LinkShape[];
   /** The parent span; absent: the active context's span (a host's AsyncLocalStorage context manager carries it), else a root. */
   parent?: SpanShape;
+  /** A root whatever the active context holds (a realtime delivery: its own trace, linked to the write's). */
+  root?: boolean;
 }
 
 /**
@@ -47,7 +49,7 @@ export function startSpan(name: string, options: StartSpanOptions = {}): Telemet
   if (tracer === undefined) return undefined;
   const api = telemetryApi()!;
   const parentContext = options.parent === undefined ? api.context.active() : api.trace.setSpan(api.context.active(), options.parent);
-  return tracer.startSpan(name, { kind: SPAN_KIND[options.kind ?? 'internal'], attributes: options.attributes, links: options.links }, parentContext);
+  return tracer.startSpan(name, { kind: SPAN_KIND[options.kind ?? 'internal'], attributes: options.attributes, links: options.links, root: options.root }, parentContext);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { activeSpan, carriesTrace, endSpan, startChildSpan, type TelemetrySpan } from './start-span.js';
+import { rememberWrite } from './trace-delivery.js';
 
 /** What a statement's span says of it: its operation and its table, both read from recordbase's own SQL text (values are bindings, never in the text). */
 export interface StatementDescription {
@@ -43,6 +44,7 @@ export function traceStatement<T>(sql: string, explicitParent: TelemetrySpan | u
   return send().then(
     (result) => {
       endSpan(span);
+      if (table !== undefined && WRITES.has(operation)) rememberWrittenRows(table, result, parent);
       return result;
     },
     (err: unknown) => {
@@ -50,4 +52,18 @@ export function traceStatement<T>(sql: string, explicitParent: TelemetrySpan | u
       throw err;
     },
   );
+}
+
+const WRITES = new Set(['INSERT', 'UPDATE', 'DELETE']);
+/** Rows of one statement remembered at most (a bulk write's first ones; the rest deliver unlinked within this process). */
+const MAX_ROWS_REMEMBERED = 100;
+
+/** The ids a traced write returned, remembered for its realtime deliveries in this process (trace-delivery.ts). */
+function rememberWrittenRows(table: string, result: unknown, span: TelemetrySpan): void {
+  const rows = (result as { rows?: unknown } | undefined)?.rows;
+  if (!Array.isArray(rows)) return;
+  for (const row of rows.slice(0, MAX_ROWS_REMEMBERED)) {
+    const id = (row as { id?: unknown } | null)?.id;
+    if (typeof id === 'string') rememberWrite(table, id, span);
+  }
 }

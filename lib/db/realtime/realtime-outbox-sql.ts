@@ -1,5 +1,5 @@
 import { quoteIdent as q } from '../../sql-fragment.js';
-import { OUTBOX_TABLE } from '../shared-names.js';
+import { OUTBOX_TABLE, OUTBOX_TRACEPARENT_COLUMN } from '../shared-names.js';
 import type { StatementRunner } from '../statements/statement-runner.js';
 
 /** One committed change, as the capture trigger wrote it (lib/db/realtime/realtime-schema.ts). */
@@ -14,6 +14,10 @@ export interface OutboxChange {
   readonly tx: string;
   /** A delete's only: the deleting statement's snapshot (`pg_snapshot`, as text `xmin:xmax:xip,...`), what that transaction could see. */
   readonly snapshot?: string;
+  /** The writing transaction's W3C traceparent, when a traced request wrote it in a transaction (docs/observability.md). */
+  readonly traceparent?: string;
+  /** When the writing transaction began, in the database's clock (ms since the epoch): the start of its commit-to-delivery latency. */
+  readonly writtenAtMs: number;
 }
 
 /**
@@ -33,9 +37,9 @@ export async function readOutboxPage(
   runner: StatementRunner,
   page: { from: string; to: string; after: string; collections: readonly string[]; limit: number },
 ): Promise<OutboxChange[]> {
-  const rows = await runner.rows<{ seq_text: string; collection: string; record_id: string; action: OutboxChange['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null }>({
+  const rows = await runner.rows<{ seq_text: string; collection: string; record_id: string; action: OutboxChange['action']; row: Record<string, unknown>; tx_text: string; snapshot_text: string | null; writer_span: string | null; written_ms: number }>({
     // ORDER BY the table's bigint column, not the text alias (which would sort "10" before "5").
-    sql: `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text" FROM ${q(OUTBOX_TABLE)} AS o
+    sql: `SELECT o."seq"::text AS "seq_text", o."collection", o."record_id", o."action", o."row", o."tx"::text AS "tx_text", o."snapshot"::text AS "snapshot_text", o.${q(OUTBOX_TRACEPARENT_COLUMN)} AS "writer_span", (extract(epoch FROM o."created_at") * 1000)::float8 AS "written_ms" FROM ${q(OUTBOX_TABLE)} AS o
       WHERE o."tx" >= ?::xid8 AND o."tx" < ?::xid8 AND o."seq" > ?::bigint AND o."collection" = ANY(?::text[]) ORDER BY o."seq" LIMIT ?::int`,
     bindings: [page.from, page.to, page.after, [...page.collections], page.limit],
   });
@@ -47,5 +51,7 @@ export async function readOutboxPage(
     row: r.row,
     tx: r.tx_text,
     ...(r.snapshot_text === null ? {} : { snapshot: r.snapshot_text }),
+    ...(r.writer_span === null ? {} : { traceparent: r.writer_span }),
+    writtenAtMs: r.written_ms,
   }));
 }

@@ -16,8 +16,10 @@ import {
   INSTANCES_TABLE,
   OUTBOX_CREATED_INDEX,
   OUTBOX_TABLE,
+  OUTBOX_TRACEPARENT_COLUMN,
   OUTBOX_TX_INDEX,
   TOPIC_KEYS_FUNCTION,
+  TRACEPARENT_SESSION_SETTING,
 } from '../shared-names.js';
 import type { StatementRunner } from '../statements/statement-runner.js';
 import type { SchemaAddition } from '../schema/sync-database-schema.js';
@@ -105,6 +107,8 @@ export function realtimeTableStatements(): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${q(OUTBOX_TABLE)} ("seq" bigserial PRIMARY KEY, "tx" xid8 NOT NULL DEFAULT pg_current_xact_id(), "collection" text NOT NULL, "record_id" text NOT NULL, "action" text NOT NULL, "row" jsonb NOT NULL, "created_at" timestamptz NOT NULL DEFAULT now(), "snapshot" pg_snapshot)`,
     addColumnIfMissing(OUTBOX_TABLE, 'snapshot', 'pg_snapshot'),
+    // The write's traceparent (docs/observability.md), when its transaction carried one; a row of older code has none.
+    addColumnIfMissing(OUTBOX_TABLE, OUTBOX_TRACEPARENT_COLUMN, 'text'),
     createIndexIfMissing(OUTBOX_TX_INDEX, OUTBOX_TABLE, '"tx"'),
     createIndexIfMissing(OUTBOX_CREATED_INDEX, OUTBOX_TABLE, '"created_at"'),
     // expires_at stays nullable: older code inserts rows without it (INSTANCE_EXPIRY_SQL).
@@ -122,6 +126,8 @@ export function realtimeTableStatements(): string[] {
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
 DECLARE
   snap pg_snapshot;
+  -- A traced write's transaction set it (SET LOCAL, lib/db/statements/statement-bounds.ts); missing: NULL.
+  traced text := NULLIF(current_setting('${TRACEPARENT_SESSION_SETTING}', true), '');
 BEGIN
   -- TG_ARGV[0]: the collection's id (NULL on a trigger of older code, which names none).
   IF (NOT EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${q(CLIENTS_TOPIC_KEYS_COLUMN)} && ARRAY[TG_TABLE_NAME::text, TG_ARGV[0]])
@@ -131,9 +137,9 @@ BEGIN
   END IF;
   IF TG_OP = 'DELETE' THEN
     snap := pg_current_snapshot();
-    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row", "snapshot") SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o.*), snap FROM rb_old AS o;
+    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row", "snapshot", ${q(OUTBOX_TRACEPARENT_COLUMN)}) SELECT TG_TABLE_NAME, o."id", 'delete', to_jsonb(o.*), snap, traced FROM rb_old AS o;
   ELSE
-    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row") SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n.*) FROM rb_new AS n;
+    INSERT INTO ${q(OUTBOX_TABLE)} ("collection", "record_id", "action", "row", ${q(OUTBOX_TRACEPARENT_COLUMN)}) SELECT TG_TABLE_NAME, n."id", CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, to_jsonb(n.*), traced FROM rb_new AS n;
   END IF;
   IF FOUND THEN
     PERFORM pg_notify(${literal(CHANGES_CHANNEL)}, '');

@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
+import { traceparentOf } from '../../telemetry/start-span.js';
 import { recordConnectionWait, recordGateWait } from '../../telemetry/telemetry-metrics.js';
+import { TRACEPARENT_SESSION_SETTING } from '../shared-names.js';
 import type { DatabaseContext } from './database-context.js';
 import { FairGate, type GateTicket } from './fair-gate.js';
 import { CANCEL_GRACE_MS, canStopStatements, cancelRunning, closeConnection, dropConnection, isConnectionObject, isPostgresClient, orphanedStatementOf, restartReasonOf, strayCancel, wasCancelled, type StoppableClient } from './stop-statement.js';
@@ -284,9 +286,18 @@ const MAX_SERVER_TIMEOUT_MS = 2 ** 31 - 1;
  * needs no cancel: it ends the transaction's statements even where recordbase cannot (its process
  * gone, the cancel lost on the way), and it ends with the transaction, so the session goes back
  * to the pool as the host made it. Elsewhere (the embedded engine, which stops a statement by
- * restarting its worker; work without bounds) plain `BEGIN;`.
+ * restarting its worker; work without bounds) plain `BEGIN;`. A traced unit's transaction also
+ * carries its span's `traceparent` (TRACEPARENT_SESSION_SETTING), which the realtime capture
+ * trigger copies into the outbox, so a delivery on any instance links to the write.
  */
 export function transactionBeginSql(connection: unknown, context: DatabaseContext | undefined): string {
+  const begin = transactionBeginOf(connection, context);
+  const traceparent = traceparentOf(context?.span);
+  // traceparentOf writes only hex digits and dashes: nothing to escape.
+  return traceparent === null ? begin : `BEGIN; ${begin === 'BEGIN;' ? '' : `${begin.slice('BEGIN; '.length)}; `}SET LOCAL ${TRACEPARENT_SESSION_SETTING} = '${traceparent}'`;
+}
+
+function transactionBeginOf(connection: unknown, context: DatabaseContext | undefined): string {
   if (context === undefined || !isPostgresClient(connection)) return 'BEGIN;';
   const backstopMs = statementLimitMs(context) + CANCEL_GRACE_MS;
   return backstopMs > MAX_SERVER_TIMEOUT_MS ? 'BEGIN;' : `BEGIN; SET LOCAL statement_timeout = ${backstopMs}`;

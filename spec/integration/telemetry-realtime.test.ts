@@ -1,0 +1,87 @@
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { OUTBOX_TABLE } from '../../lib/db/shared-names.js';
+import { OPEN_RULES } from '../support/open-rules.js';
+import { openSse, type SseConnection } from '../support/sse-reader.js';
+import { startSiblingRouter, startTestApp, type SiblingRouter, type TestApp } from '../support/test-app.js';
+import { testEngines } from '../support/test-database.js';
+import { pointsOf, registerTestTelemetry, type TestTelemetry } from '../support/telemetry-sdk.js';
+
+/*
+ * Issue 44, part 1: a realtime delivery is a span of its own (a root: it runs when the outbox is
+ * read, not in the write's request), linked to the span of the request that wrote the change, and
+ * the commit-to-delivery latency is a histogram. A write in a transaction carries its traceparent
+ * into the outbox (so an instance that did not write it links too); an autocommit write is linked
+ * within the process that wrote it.
+ */
+
+const collections = [{ name: 'notes', fields: [{ name: 'title', type: 'text' as const }], rules: OPEN_RULES }];
+
+async function spansWhen(telemetry: TestTelemetry, test: (spans: ReadableSpan[]) => boolean): Promise<ReadableSpan[]> {
+  for (let i = 0; i < 300 && !test(telemetry.spans.getFinishedSpans()); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return telemetry.spans.getFinishedSpans();
+}
+
+describe.each(testEngines())('realtime delivery spans on %s', (engine) => {
+  let app: TestApp;
+  let sibling: SiblingRouter | undefined;
+  let telemetry: TestTelemetry;
+  const streams: SseConnection[] = [];
+
+  beforeAll(async () => {
+    telemetry = registerTestTelemetry();
+    app = await startTestApp(engine, { collections });
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const stream of streams) stream.close();
+    await sibling?.close();
+    await app?.close();
+    await telemetry?.stop();
+  });
+
+  /** A stream on `baseUrl` subscribed to notes. */
+  async function subscribe(baseUrl: string, post: (body: object) => Promise<{ status: number }>): Promise<SseConnection> {
+    const stream = await openSse(`${baseUrl}/backend/api/realtime`);
+    streams.push(stream);
+    const clientId = await stream.clientId();
+    expect((await post({ clientId, subscriptions: ['notes'] })).status).toBe(204);
+    return stream;
+  }
+
+  it("links an autocommit create's delivery to the create's request span, and records its latency", async () => {
+    const stream = await subscribe(app.baseUrl, (body) => app.http.post('/backend/api/realtime').send(body));
+    telemetry.spans.reset();
+    await app.http.post('/backend/api/collections/notes/records').send({ title: 'one' }).expect(200);
+    await stream.next((event) => event.event === 'notes');
+    const spans = await spansWhen(telemetry, (all) => all.some((span) => span.name === 'realtime deliver') && all.some((span) => span.kind === 1));
+    const create = spans.find((span) => span.name === 'POST /api/collections/{collection}/records')!;
+    const delivery = spans.find((span) => span.name === 'realtime deliver')!;
+    expect(delivery.kind).toBe(4); // CONSUMER
+    expect(delivery.parentSpanContext).toBeUndefined();
+    expect(delivery.attributes).toEqual({ 'recordbase.collection': 'notes', 'recordbase.realtime.action': 'create' });
+    expect(delivery.links.map((link) => link.context.spanId)).toEqual([create.spanContext().spanId]);
+    expect(delivery.links[0]!.context.traceId).toBe(create.spanContext().traceId);
+    const latency = pointsOf(await telemetry.collectMetrics(), 'recordbase.realtime.delivery.latency') as { value: { count: number } }[];
+    expect(latency.reduce((sum, point) => sum + point.value.count, 0)).toBeGreaterThanOrEqual(1);
+  });
+
+  it("writes a batch's traceparent into the outbox, and another router's delivery links to it", async () => {
+    sibling = await startSiblingRouter(app, { collections });
+    const siblingUrl = (sibling.http as unknown as { app: string }).app;
+    const stream = await subscribe(siblingUrl, (body) => sibling!.http.post('/backend/api/realtime').send(body));
+    telemetry.spans.reset();
+    await app.http
+      .post('/backend/api/batch')
+      .send({ requests: [{ method: 'POST', url: '/api/collections/notes/records', body: { title: 'batched' } }] })
+      .expect(200);
+    const event = await stream.next((e) => e.event === 'notes' && e.data!.includes('batched'));
+    const recordId = (JSON.parse(event.data!) as { record: { id: string } }).record.id;
+    const spans = await spansWhen(telemetry, (all) => all.some((span) => span.name === 'realtime deliver') && all.some((span) => span.name === 'POST /api/batch'));
+    const batch = spans.find((span) => span.name === 'POST /api/batch')!;
+    const [row] = await app.database.db(OUTBOX_TABLE).where({ record_id: recordId }).select('traceparent');
+    expect(row?.traceparent).toBe(`00-${batch.spanContext().traceId}-${batch.spanContext().spanId}-01`);
+    // Both routers deliver it (each holds a stream): at most one can have the write in memory, so the other links through the outbox.
+    const deliveries = (await spansWhen(telemetry, (all) => all.filter((span) => span.name === 'realtime deliver').length >= 2)).filter((span) => span.name === 'realtime deliver');
+    expect(deliveries.map((delivery) => delivery.links.map((link) => link.context.spanId))).toEqual([[batch.spanContext().spanId], [batch.spanContext().spanId]]);
+  });
+});
