@@ -8,6 +8,8 @@
  * (PGlite on the main thread through knex-pglite, as the embedded engine was before: the
  * baseline of the embedded scenarios).
  *
+ * BENCH_RATE_LIMITS=1 turns on a rate limit that never trips (every request pays its check).
+ *
  * IPC: it sends `{ type: 'ready', port }` once listening. The runner may send
  * `{ type: 'capture' }` (start recording every SQL statement; answers `{ type: 'capturing' }`) and `{ type: 'captured' }`
  * (answers `{ type: 'captured', queries }` and stops recording): that is how the runner learns
@@ -73,6 +75,9 @@ const records = createRecordsRouter({
   // knex-pglite's connections cannot LISTEN (realtime needs node-postgres): the in-thread
   // baseline runs without realtime, so it also skips the capture triggers the worker's creates run.
   ...(process.env.BENCH_ENGINE === 'embedded-in-thread' ? { realtime: false as const } : {}),
+  // BENCH_RATE_LIMITS=1 (given with --app-env): every request checked against a rule that never
+  // trips, so the bench prices the check itself (docs/limits.md, "Rate limits").
+  ...(process.env.BENCH_RATE_LIMITS === '1' ? { rateLimits: { rules: [{ label: '/api/', maxRequests: 1_000_000_000, duration: 60 }] } } : {}),
 });
 const app = express();
 app.use('/backend', records);

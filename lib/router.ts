@@ -229,7 +229,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
     maxStoredPerFile: limits.maxThumbnailsPerFile,
   });
   if (resolved.realtime) owned.hub = await RealtimeHub.start({ db: database, store, registry, presenter: records.presenter, settings: resolved.realtime, limits, logger });
-  owned.stopGauges = registerGaugeSource({ streams: () => owned.hub?.streamCount ?? 0, replicaLagMs: () => owned.replica?.status().lagMs ?? undefined, thumbnailQueue: () => thumbnails.queued() });
+  owned.stopGauges = registerGaugeSource({ streams: () => owned.hub?.streamCount ?? 0, outboxDepth: () => owned.hub?.countUnreadChanges(), replicaLagMs: () => owned.replica?.status().lagMs ?? undefined, thumbnailQueue: () => thumbnails.queued() });
   owned.rateLimits = startRateLimits({ settings: resolved.rateLimits, shared: resolved.database, limits, logger });
   if (resolved.fileSweep) owned.sweeper = startFileSweeper({ database, registry, storage, logger, ...resolved.fileSweep });
   return {

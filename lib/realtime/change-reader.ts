@@ -1,4 +1,4 @@
-import { readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime/realtime-outbox-sql.js';
+import { countOutboxFrom, readCurrentXmin, readOutboxPage, type OutboxChange } from '../db/realtime/realtime-outbox-sql.js';
 import type { StatementRunner } from '../db/statements/statement-runner.js';
 
 /** One committed change, as delivery sees it (the outbox row: OutboxChange). */
@@ -69,5 +69,10 @@ export class ChangeReader {
     this.position = to;
     this.window = undefined;
     return total;
+  }
+
+  /** Outbox rows from the position on (not read yet, or in the window being read); undefined before start. */
+  async countUnread(): Promise<number | undefined> {
+    return this.position === undefined ? undefined : countOutboxFrom(this.runner, this.position);
   }
 }

@@ -43,6 +43,11 @@ export class OutboxReads {
     this.running = true;
   }
 
+  /** Outbox rows not read yet (the outbox depth gauge); undefined while stopped (asleep: no statement then). */
+  countUnread(): Promise<number | undefined> {
+    return this.running ? this.options.reader.countUnread() : Promise.resolve(undefined);
+  }
+
   /** No more reads (a read in progress finishes its page) until `start`. */
   stop(): void {
     this.running = false;

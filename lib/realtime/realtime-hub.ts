@@ -268,6 +268,11 @@ export class RealtimeHub {
     return this.clients.size;
   }
 
+  /** Outbox rows this instance has not read yet (the `recordbase.realtime.outbox.depth` gauge); undefined while it sleeps. */
+  countUnreadChanges(): Promise<number | undefined> {
+    return this.reads.countUnread();
+  }
+
   /** This instance's id in the registry (its channel is `recordbase_i_<id>`). */
   get instanceId(): string {
     return this.clientRegistry.instanceId;

@@ -70,8 +70,8 @@ export interface ObservableResultShape {
 
 /** An observable instrument (a gauge). */
 export interface ObservableShape {
-  addCallback(callback: (result: ObservableResultShape) => void): void;
-  removeCallback(callback: (result: ObservableResultShape) => void): void;
+  addCallback(callback: (result: ObservableResultShape) => void | Promise<void>): void;
+  removeCallback(callback: (result: ObservableResultShape) => void | Promise<void>): void;
 }
 
 /** What an instrument is created with. */

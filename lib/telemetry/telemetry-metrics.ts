@@ -1,4 +1,4 @@
-import { SCOPE_NAME, telemetryApi, telemetryScopeVersion, type Attributes, type ObservableResultShape, type RecorderShape } from './telemetry-api.js';
+import { SCOPE_NAME, telemetryApi, telemetryScopeVersion, type Attributes, type ObservableShape, type RecorderShape } from './telemetry-api.js';
 
 /**
  * What one router reports to the observable gauges, read when the host's SDK collects (never on
@@ -7,8 +7,8 @@ import { SCOPE_NAME, telemetryApi, telemetryScopeVersion, type Attributes, type 
 export interface GaugeSource {
   /** Realtime streams open on this instance. */
   streams?(): number;
-  /** Outbox entries written but not yet read by this instance (undefined: not known). */
-  outboxDepth?(): number | undefined;
+  /** Outbox entries written but not yet read by this instance (undefined: not known); may ask the database, so a promise. */
+  outboxDepth?(): number | undefined | Promise<number | undefined>;
   /** The replica's lag's upper bound in milliseconds (undefined: not known). */
   replicaLagMs?(): number | undefined;
   /** Thumbnails waiting to be made. */
@@ -58,11 +58,14 @@ function currentInstruments(): Instruments | undefined {
 }
 
 /** Reports the sources' values combined into one (several routers in one process report one value, without a label of their own). */
-function observe(gauge: { addCallback(callback: (result: ObservableResultShape) => void): void }, read: (source: GaugeSource) => number | undefined, combine: (values: number[]) => number): void {
-  gauge.addCallback((result) => {
+function observe(gauge: ObservableShape, read: (source: GaugeSource) => number | undefined | Promise<number | undefined>, combine: (values: number[]) => number): void {
+  gauge.addCallback(async (result) => {
     const values: number[] = [];
     for (const source of sources) {
-      const value = read(source);
+      // A source that fails (the database did not answer) reports nothing this time.
+      const value = await Promise.resolve()
+        .then(() => read(source))
+        .catch(() => undefined);
       if (value !== undefined && Number.isFinite(value)) values.push(value);
     }
     if (values.length > 0) result.observe(combine(values));

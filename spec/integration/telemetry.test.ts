@@ -130,6 +130,10 @@ describe.each(testEngines())('OpenTelemetry spans and metrics on %s', (engine) =
       expect(waits.reduce((sum, point) => sum + point.value.count, 0)).toBeGreaterThan(0);
       expect(pointsOf(collected, 'recordbase.realtime.streams').map((point) => point.value)).toEqual([1]);
       expect(pointsOf(collected, 'recordbase.thumbnail.queue.length').map((point) => point.value)).toEqual([0]);
+      // Awake with a stream: the outbox is counted from this instance's read position (nothing unread here).
+      expect(pointsOf(collected, 'recordbase.realtime.outbox.depth').map((point) => point.value)).toEqual([expect.any(Number)]);
+      // No replica: no lag to report.
+      expect(pointsOf(collected, 'recordbase.db.replica.lag')).toEqual([]);
     } finally {
       stream.close();
     }

@@ -55,3 +55,13 @@ export async function readOutboxPage(
     writtenAtMs: r.written_ms,
   }));
 }
+
+/**
+ * Outbox rows written by transactions at or after `from` (a reader's position, an `xid8` as text):
+ * what is still to be read, committed or not (the `recordbase.realtime.outbox.depth` gauge, asked
+ * only when the host's SDK collects). Counted on the `tx` index.
+ */
+export async function countOutboxFrom(runner: StatementRunner, from: string): Promise<number> {
+  const rows = await runner.rows<{ n: string }>({ sql: `SELECT count(*)::text AS "n" FROM ${q(OUTBOX_TABLE)} WHERE "tx" >= ?::xid8`, bindings: [from] });
+  return Number(rows[0].n);
+}
