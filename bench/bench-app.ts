@@ -77,7 +77,7 @@ const records = createRecordsRouter({
   ...(process.env.BENCH_ENGINE === 'embedded-in-thread' ? { realtime: false as const } : {}),
   // BENCH_RATE_LIMITS=1 (given with --app-env): every request checked against a rule that never
   // trips, so the bench prices the check itself (docs/limits.md, "Rate limits").
-  ...(process.env.BENCH_RATE_LIMITS === '1' ? { rateLimits: { rules: [{ label: '/api/', maxRequests: 1_000_000_000, duration: 60 }] } } : {}),
+  ...(process.env.BENCH_RATE_LIMITS === '1' ? { rateLimits: { rules: [{ label: '/api/', maxRequests: 1_000_000_000, duration: 60, audience: '' as const }] } } : {}),
 });
 const app = express();
 app.use('/backend', records);
