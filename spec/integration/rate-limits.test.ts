@@ -26,6 +26,7 @@ const rules: Partial<RateLimitRule>[] = [
   { label: 'g:list', maxRequests: 1, duration: 60 },
   { label: 'h:list', maxRequests: 1, duration: 60 },
   { label: '/api/collections/p/', maxRequests: 2, duration: 60 },
+  { label: 'GET /api/collections/h/records/special', maxRequests: 1, duration: 60 },
 ];
 
 describe.each(testEngines())('rate limits under attack on %s', (engine) => {
@@ -132,6 +133,12 @@ describe.each(testEngines())('rate limits under attack on %s', (engine) => {
     expect(await statuses(2, () => list(direct, 'g'))).toEqual([200, 429]);
     expect(await statuses(3, () => list(proxied, 'h', { 'X-Forwarded-For': '198.51.100.7' }))).toEqual([200, 200, 200]);
     expect(await statuses(2, () => list(proxied, 'h', { 'X-Forwarded-For': '192.0.2.7' }))).toEqual([200, 429]);
+  });
+
+  test('a label that names one record counts only that record\'s path', async () => {
+    const view = (id: string) => fetch(`${direct}/api/collections/h/records/${id}`);
+    expect(await statuses(2, () => view('special'))).toEqual([404, 429]);
+    expect(await statuses(3, (i) => view(i === 1 ? 'special' : 'other'))).toEqual([404, 429, 404]);
   });
 
   test('auth() runs once per request: the limit and the route share its answer', async () => {

@@ -1,5 +1,5 @@
 import { isIP, type BlockList } from 'node:net';
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { blockListOf, type RateLimitAction, type RateLimitSettings } from '../../db/rate-limits/rate-limit-settings.js';
 import { RateLimitError } from '../../errors.js';
 import type { Identity } from '../../auth/identity.js';
@@ -7,7 +7,7 @@ import type { Caller } from '../../records/caller.js';
 import type { CallerResolver } from '../resolve-caller.js';
 import type { Route } from '../route-table.js';
 import { addressGroup } from './address-group.js';
-import { RateLimitRuleMatcher } from './match-rate-limit-rule.js';
+import { RateLimitRuleMatcher, type RuleMatch } from './match-rate-limit-rule.js';
 import type { CountedRule, RateLimiter } from './rate-limiter.js';
 
 /** One request of a batch, as the guard counts it. */
@@ -79,19 +79,42 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
     const action = ACTIONS[`${route.method} ${route.path}`];
     const segments = route.path.split('/').map((part) => (part.startsWith(':') ? { param: part.slice(1) } : { literal: part }));
     const readsIdentity = !(route.path.startsWith('/api/files/') || route.path.startsWith('/api/backups/')) || route.method === 'POST';
-    const check: RequestHandler = async (req, res, next) => {
-      if (isExcluded(excluded, req.ip)) return next();
-      const identity = readsIdentity ? await identityOf(req) : null;
-      if (identity?.superuser === true) return next();
+    const findRule = (req: Request, collection: string | undefined, authenticated: boolean): RuleMatch | undefined => {
       const path = segments.map((s) => ('literal' in s ? s.literal : ((req.params[s.param] as string | undefined) ?? ''))).join('/');
-      const collection = action === undefined ? undefined : (req.params.collection as string);
       const labels = collection === undefined ? [`${req.method} ${path}`, path] : [`${collection}:${action}`, `*:${action}`, `${req.method} ${path}`, path];
-      const match = matcher.find(labels, { authenticated: identity !== null, collectionLabels: collection === undefined ? 0 : 2 });
+      return matcher.find(labels, { authenticated, collectionLabels: collection === undefined ? 0 : 2 });
+    };
+    // The rule depends on the method, the collection and the audience only, unless some label names
+    // a path as deep as a parameter other than the collection (a record id): then it is found each time.
+    const deep = segments.findIndex((s) => 'param' in s && s.param !== 'collection');
+    const cache = deep < 0 || !options.rules.some((rule) => reachesSegment(rule.label, deep)) ? new Map<string, Map<string, (RuleMatch | null)[]>>() : undefined;
+    /** Counts the request for `identity` (throws the 429), then goes on to the route. */
+    const count = (req: Request, res: Response, next: NextFunction, identity: Identity | null) => {
+      const collection = action === undefined ? undefined : (req.params.collection as string);
+      const authenticated = identity !== null ? 1 : 0;
+      let byCollection = cache?.get(req.method);
+      if (cache && !byCollection) cache.set(req.method, (byCollection = new Map()));
+      let found = byCollection?.get(collection ?? '');
+      if (found?.[authenticated] === undefined) {
+        found ??= [];
+        found[authenticated] = findRule(req, collection, authenticated === 1) ?? null;
+        // Collection names come from the client (a 404 later): at most MAX_CACHED of them per route.
+        if (byCollection && byCollection.size < MAX_CACHED) byCollection.set(collection ?? '', found);
+      }
+      const match = found[authenticated];
       if (match) {
         const wait = limiter.take(match.rule, match.perCollection ? collection! : '', clientOf(req, match.rule, identity));
         if (wait > 0) refuse(res, wait);
       }
       next();
+    };
+    // Without an Authorization header the caller is a guest: counted at once, no promise on the way.
+    const check: RequestHandler = (req, res, next) => {
+      if (excluded !== undefined && isExcluded(excluded, req.ip)) return next();
+      if (!readsIdentity || req.headers.authorization === undefined) return count(req, res, next, null);
+      identityOf(req)
+        .then((identity) => (identity?.superuser === true ? next() : count(req, res, next, identity)))
+        .catch(next);
     };
     return { ...route, handlers: [check, ...route.handlers] };
   }
@@ -100,7 +123,7 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
     resolveCaller,
     guard: (routes) => routes.map(guardRoute),
     async checkBatch(req, res, requests) {
-      if (isExcluded(excluded, req.ip)) return;
+      if (excluded !== undefined && isExcluded(excluded, req.ip)) return;
       const identity = await identityOf(req);
       if (identity?.superuser === true) return;
       const hits = [];
@@ -116,9 +139,19 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
   };
 }
 
+/** Collections whose rule one route keeps found. */
+const MAX_CACHED = 1_000;
+
+/** Whether a path label (`/api/...` or `GET /api/...`) names a segment at `index` or deeper, so that its match depends on what is there. */
+function reachesSegment(label: string, index: number): boolean {
+  const space = label.indexOf(' ');
+  const path = label.startsWith('/') ? label : space > 0 ? label.slice(space + 1) : '';
+  return path.split('/').slice(index).some((segment) => segment !== '');
+}
+
 /** Whether `ip` is one of `rateLimits.excludedIps` (an IPv4-mapped IPv6 address as its IPv4 one). */
-function isExcluded(list: BlockList | undefined, ip: string | undefined): boolean {
-  if (list === undefined || ip === undefined) return false;
+function isExcluded(list: BlockList, ip: string | undefined): boolean {
+  if (ip === undefined) return false;
   const plain = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip.split('%')[0]!;
   const family = isIP(plain);
   return family !== 0 && list.check(plain, family === 4 ? 'ipv4' : 'ipv6');
