@@ -4,16 +4,21 @@ import { SCOPE_NAME, SPAN_KIND, SPAN_STATUS_ERROR, telemetryApi, telemetryScopeV
 export type TelemetrySpan = SpanShape;
 
 let tracerOf: { provider: object; tracer: TracerShape } | undefined;
+let noopTracerProvider: object | undefined;
 
 /**
  * recordbase's tracer, taken again whenever the global tracer provider changed (a host may
  * register its SDK after the router started, or replace it): the API's tracer before registration
- * is a proxy that follows the first provider, not a later one.
+ * is a proxy that follows the first provider, not a later one. Undefined while no SDK is
+ * registered (the global proxy delegates to the API's no-op provider): nothing is started then,
+ * not even a no-op span, which keeps a request's cost with no SDK to a few property reads.
  */
 function currentTracer(): TracerShape | undefined {
   const api = telemetryApi();
   if (api === undefined) return undefined;
   const provider = api.trace.getTracerProvider();
+  noopTracerProvider ??= new api.ProxyTracerProvider().getDelegate();
+  if ((provider as { getDelegate?: () => object }).getDelegate?.() === noopTracerProvider) return undefined;
   if (tracerOf?.provider !== provider) tracerOf = { provider, tracer: api.trace.getTracer(SCOPE_NAME, telemetryScopeVersion()) };
   return tracerOf.tracer;
 }
@@ -101,4 +106,9 @@ export function linkToTraceparent(traceparent: string | null | undefined): LinkS
   const match = traceparent == null ? null : TRACEPARENT.exec(traceparent);
   if (match === null || match[1] === INVALID_TRACE_ID) return undefined;
   return { context: { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true } };
+}
+
+/** Whether a host's SDK takes spans now (a tracer provider is registered). */
+export function isTracing(): boolean {
+  return currentTracer() !== undefined;
 }

@@ -106,6 +106,10 @@ export interface OpenTelemetryApi {
     getMeterProvider(): object;
   };
   ROOT_CONTEXT: ContextShape;
+  /** The API's own proxy: a fresh one's delegate is the API's no-op tracer provider. */
+  ProxyTracerProvider: new () => { getDelegate(): object };
+  /** The API's no-op meter (what a meter provider that is none answers). */
+  createNoopMeter(): MeterShape;
 }
 
 /** OpenTelemetry's span kinds and status codes, as numbers (the API's enums). */

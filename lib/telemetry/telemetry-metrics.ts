@@ -18,6 +18,8 @@ export interface GaugeSource {
 /** The instruments recordbase records to, one set per meter provider. */
 interface Instruments {
   provider: object;
+  /** False when the provider is none (the API's no-op meter): nothing is recorded. */
+  recording: boolean;
   requestDuration: RecorderShape;
   connectionWait: RecorderShape;
   gateWait: RecorderShape;
@@ -40,11 +42,12 @@ function currentInstruments(): Instruments | undefined {
   const api = telemetryApi();
   if (api === undefined) return undefined;
   const provider = api.metrics.getMeterProvider();
-  if (instruments?.provider === provider) return instruments;
+  if (instruments?.provider === provider) return instruments.recording ? instruments : undefined;
   const meter = api.metrics.getMeter(SCOPE_NAME, telemetryScopeVersion());
   const seconds = (description: string) => ({ ...SECONDS, description, advice: { explicitBucketBoundaries: DURATION_BUCKETS } });
   instruments = {
     provider,
+    recording: meter !== api.createNoopMeter(),
     requestDuration: meter.createHistogram('http.server.request.duration', seconds('Duration of the HTTP requests recordbase served.')),
     connectionWait: meter.createHistogram('db.client.connection.wait_time', seconds("Time a statement's unit of work waited for a pooled connection.")),
     gateWait: meter.createHistogram('recordbase.db.fair_gate.wait_time', seconds("Time a unit of work waited for its client's turn at the fair gate (lib/db/statements/fair-gate.ts).")),
@@ -54,7 +57,7 @@ function currentInstruments(): Instruments | undefined {
   observe(meter.createObservableGauge('recordbase.realtime.outbox.depth', { description: 'Outbox entries written and not yet read by this instance.', unit: '{entry}' }), (source) => source.outboxDepth?.(), sum);
   observe(meter.createObservableGauge('recordbase.db.replica.lag', { description: "The read replica's lag, an upper bound.", unit: 's' }), (source) => toSeconds(source.replicaLagMs?.()), max);
   observe(meter.createObservableGauge('recordbase.thumbnail.queue.length', { description: 'Thumbnails waiting to be made.', unit: '{thumbnail}' }), (source) => source.thumbnailQueue?.(), sum);
-  return instruments;
+  return instruments.recording ? instruments : undefined;
 }
 
 /** Reports the sources' values combined into one (several routers in one process report one value, without a label of their own). */
@@ -113,4 +116,9 @@ export function recordGateWait(seconds: number): void {
 /** Records the time from a write's commit to its event sent to a stream (seconds). */
 export function recordDeliveryLatency(seconds: number): void {
   currentInstruments()?.deliveryLatency.record(seconds);
+}
+
+/** Whether a host's SDK takes metrics now (a meter provider is registered). */
+export function isMetering(): boolean {
+  return currentInstruments() !== undefined;
 }

@@ -1,6 +1,5 @@
-import { endSpan, linkToTraceparent, startSpan, traceparentOf, type TelemetrySpan } from './start-span.js';
-import { telemetryApi } from './telemetry-api.js';
-import { recordDeliveryLatency } from './telemetry-metrics.js';
+import { endSpan, isTracing, linkToTraceparent, startSpan, traceparentOf, type TelemetrySpan } from './start-span.js';
+import { isMetering, recordDeliveryLatency } from './telemetry-metrics.js';
 
 /** Writes remembered in this process, for a delivery whose outbox row carries no traceparent (an autocommit write). */
 const MAX_REMEMBERED_WRITES = 1_024;
@@ -49,7 +48,7 @@ export interface DeliveredChange {
  * database's clock, to now). Returns what ends the span. Without the API, nothing.
  */
 export function traceDelivery(change: DeliveredChange, collectionName: string): () => void {
-  if (telemetryApi() === undefined) return () => undefined;
+  if (!isTracing() && !isMetering()) return () => undefined;
   recordDeliveryLatency(Math.max(0, Date.now() - change.writtenAtMs) / 1000);
   const link = linkToTraceparent(change.traceparent ?? takeRememberedWrite(change.collection, change.recordId));
   const span = startSpan('realtime deliver', {

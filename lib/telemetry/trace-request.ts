@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { endSpan, startSpan, type TelemetrySpan } from './start-span.js';
-import { telemetryApi } from './telemetry-api.js';
-import { recordRequestDuration } from './telemetry-metrics.js';
+import { endSpan, isTracing, startSpan, type TelemetrySpan } from './start-span.js';
+import { isMetering, recordRequestDuration } from './telemetry-metrics.js';
 
 /** The request and response as tracing reads them (Express's, by shape: this floor knows no Express). */
 export interface TracedExchange {
@@ -34,7 +33,7 @@ export function templateOfRoute(path: string): string {
  * wrote. Returns the span (undefined without the API) for the request's children to hang from.
  */
 export function traceRequest(exchange: TracedExchange, route: RequestRoute): TelemetrySpan | undefined {
-  if (telemetryApi() === undefined) return undefined;
+  if (!isTracing() && !isMetering()) return undefined;
   const startedAt = performance.now();
   const method = exchange.req.method;
   const template = templateOfRoute(route.path);
