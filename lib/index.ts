@@ -3,6 +3,7 @@ export { createAppServer, appServerClasses, type AppServerClasses, type Prototyp
 export type { RecordsRouterOptions, Limits } from './options.js';
 export type { FileSweepOptions } from './files/sweep-files.js';
 export type { RealtimeSettings } from './realtime/realtime-hub.js';
+export type { RateLimitOptions, RateLimitRuleOption, RateLimitAudience } from './db/rate-limits/rate-limit-settings.js';
 export { diskStorage, type DiskStorage, type DiskStorageOptions } from './files/disk-storage.js';
 export {
   StorageNotFoundError,

@@ -19,7 +19,7 @@ import { checkMigrationsOption, type MigrationsOption } from './migrations/migra
 import type { ListenConnection } from './db/realtime/notification-listener.js';
 import type { RealtimeSettings } from './realtime/realtime-hub.js';
 import { checkReplicaDatabase, type ReadReplicaSettings } from './db/replica/replica-reads.js';
-import { checkExcludedIps, checkRateLimitRules, type RateLimitSettings } from './db/rate-limits/rate-limit-settings.js';
+import { checkExcludedIps, checkRateLimitRules, type RateLimitOptions, type RateLimitSettings } from './db/rate-limits/rate-limit-settings.js';
 
 /** Size, paging and database-time limits (docs/limits.md). */
 export interface Limits {
@@ -155,7 +155,7 @@ export interface RecordsRouterOptions {
    * maxRequests, duration, audience }`, answered 429 with Retry-After, held across instances on
    * Postgres. Default: no rules, no cost. `false`: off.
    */
-  rateLimits?: Partial<RateLimitSettings> | false;
+  rateLimits?: RateLimitOptions | false;
   /**
    * Migrations (docs/collections.md "Changing your schema"): a folder of `.js`, `.mjs` or `.ts`
    * modules (relative to the working directory) each default-exporting `{ up, down? }`, or an

@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import express from 'express';
 import knexFactory, { type Knex } from 'knex';
 import { createAppServer, createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
-import type { RateLimitRule } from '../../lib/db/rate-limits/rate-limit-settings.js';
+import type { RateLimitRuleOption } from '../../lib/index.js';
 import { countCounterRows, rateLimitsSchema } from '../../lib/db/rate-limits/rate-limit-sql.js';
 import { StatementRunner } from '../../lib/db/statements/statement-runner.js';
 import { RateLimiter, type CountedRule } from '../../lib/http/rate-limits/rate-limiter.js';
@@ -66,9 +66,9 @@ const postgresOnly = testEngines().includes('postgres') ? describe : describe.sk
 
 postgresOnly('rate limits across instances on postgres', () => {
   test('two instances share one limit: the second learns the first\'s count within one sync interval', async () => {
-    const rules: Partial<RateLimitRule>[] = [{ label: '/api/', maxRequests: 20, duration: LONG }];
-    const app = await startTestApp('postgres', { collections, rateLimits: { rules: rules as RateLimitRule[] } });
-    const other = await startSiblingRouter(app, { collections, rateLimits: { rules: rules as RateLimitRule[] } });
+    const rules: RateLimitRuleOption[] = [{ label: '/api/', maxRequests: 20, duration: LONG }];
+    const app = await startTestApp('postgres', { collections, rateLimits: { rules: rules } });
+    const other = await startSiblingRouter(app, { collections, rateLimits: { rules: rules } });
     try {
       const list = async (agent: typeof app.http) => (await agent.get('/backend/api/collections/a/records?perPage=1')).status;
       for (let i = 0; i < 20; i++) expect(await list(app.http)).toBe(200);

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createAppServer } from '../../lib/index.js';
-import type { RateLimitRule } from '../../lib/db/rate-limits/rate-limit-settings.js';
+import type { RateLimitRuleOption } from '../../lib/index.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
@@ -15,7 +15,7 @@ import { testEngines } from '../support/test-database.js';
 
 const NAMES = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'p'];
 const collections = NAMES.map((name) => ({ name, fields: [{ name: 'name', type: 'text' as const }], rules: OPEN_RULES }));
-const rules: Partial<RateLimitRule>[] = [
+const rules: RateLimitRuleOption[] = [
   { label: 'a:list', maxRequests: 3, duration: 60 },
   { label: 'b:list', maxRequests: 3, duration: 60 },
   { label: 'c:list', maxRequests: 2, duration: 60 },
@@ -37,7 +37,7 @@ describe.each(testEngines())('rate limits under attack on %s', (engine) => {
   const servers: Server[] = [];
 
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections, rateLimits: { rules: rules as RateLimitRule[], excludedIps: ['198.51.100.0/24'] } });
+    app = await startTestApp(engine, { collections, rateLimits: { rules: rules, excludedIps: ['198.51.100.0/24'] } });
     const serve = async (trust: number | undefined) => {
       const host = express();
       if (trust !== undefined) host.set('trust proxy', trust);

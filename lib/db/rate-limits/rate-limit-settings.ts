@@ -19,6 +19,16 @@ export interface RateLimitRule {
   audience: RateLimitAudience;
 }
 
+/** A rule as a host writes it: PocketBase's, whose `audience` may be left out (`''`: everyone). */
+export type RateLimitRuleOption = Omit<RateLimitRule, 'audience'> & { audience?: RateLimitAudience };
+
+/** `rateLimits` as given to createRecordsRouter (docs/configuration.md): each setting optional. */
+export interface RateLimitOptions {
+  rules?: RateLimitRuleOption[];
+  excludedIps?: string[];
+  maxTrackedKeys?: number;
+}
+
 /** `rateLimits` with its defaults filled in (lib/options.ts's table). */
 export interface RateLimitSettings {
   /** None (the default): no rate limits, and no cost on any request. */
