@@ -15,7 +15,7 @@ import { startFileSweeper } from './files/sweep-files.js';
 import { createThumbnailCache, type ThumbnailCache } from './files/thumbnail-cache.js';
 import { createThumbnailPool, type ThumbnailPool } from './files/thumbnail-pool.js';
 import { createHealthRoute } from './http/api-fallback-routes.js';
-import { DrainGate } from './http/drain-gate.js';
+import { DrainGate, refuseNewCallsWhenClosing } from './http/drain-gate.js';
 import { DatabaseHealth } from './http/health-check.js';
 import { migrateAtStart } from './migrations/run-migrations.js';
 import { createBatchRoutes } from './http/batch-routes.js';
@@ -34,7 +34,6 @@ import { createCallerResolver } from './http/resolve-caller.js';
 import { createDownloadCallerResolver } from './http/resolve-download-caller.js';
 import { RouteTable, type Route } from './http/route-table.js';
 import { describeStartFailure, serveWhenReady } from './http/serve-when-ready.js';
-import { UnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
 import { resolveOptions, type RecordsRouterOptions, type ResolvedOptions } from './options.js';
 import { RealtimeHub } from './realtime/realtime-hub.js';
@@ -104,7 +103,6 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
 
   const gate = new DrainGate();
   async function depsOnceStarted(): Promise<RecordsApiDeps> {
-    if (gate.closing) throw new UnavailableError(undefined, 'draining');
     try {
       return (await started).runtime.apiDeps;
     } catch (err) {
@@ -118,7 +116,7 @@ export function createRecordsRouter(options: RecordsRouterOptions): RecordsRoute
   router.use(serveWhenReady(started.then((s) => s.dispatch), errorMiddleware));
   router.get('/', createLandingPage({ dashboard: resolved.dashboard, openapi: resolved.openapi, atAppRoot: 'next' }));
   Object.defineProperty(router, 'ready', { value: ready, enumerable: true });
-  Object.defineProperty(router, 'api', { value: createRecordsApi(depsOnceStarted), enumerable: true });
+  Object.defineProperty(router, 'api', { value: refuseNewCallsWhenClosing(createRecordsApi(depsOnceStarted), gate), enumerable: true });
   Object.defineProperty(router, 'replicaStatus', { value: () => owned.replica?.status(), enumerable: true });
   Object.defineProperty(router, 'backup', { value: (request?: { name?: string }) => started.then((s) => s.runtime.backups.create(request), (err: unknown) => Promise.reject(describeStartFailure(err))), enumerable: true });
   let closing: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { UnavailableError } from '../errors.js';
+import type { CollectionApi, RecordsApi } from '../records/records-api.js';
 import { isApiPath } from './api-fallback-routes.js';
 import { isHealthPath, sendHealth } from './health-check.js';
 
@@ -113,4 +114,26 @@ function refuseDuringDrain(req: Request, res: Response): void {
     return;
   }
   res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
+}
+
+/**
+ * The server API as `records.api` hands it to the host: a call that starts after `close()` began
+ * rejects with the drain's 503 (`draining`), as a new request does. Only new calls: the API a
+ * hook or a transaction was given (a request or a call already running) goes on, so that what
+ * runs can finish within `drainMs`.
+ */
+export function refuseNewCallsWhenClosing(api: RecordsApi, gate: DrainGate): RecordsApi {
+  const refusal = () => Promise.reject(new UnavailableError(undefined, 'draining'));
+  return {
+    collection(nameOrId) {
+      const collection = api.collection(nameOrId);
+      const guarded = {} as Record<keyof CollectionApi, unknown>;
+      for (const name of Object.keys(collection) as (keyof CollectionApi)[]) {
+        const method = collection[name] as (...args: unknown[]) => Promise<unknown>;
+        guarded[name] = (...args: unknown[]) => (gate.closing ? refusal() : method(...args));
+      }
+      return guarded as CollectionApi;
+    },
+    transaction: (work) => (gate.closing ? refusal() : api.transaction(work)),
+  };
 }

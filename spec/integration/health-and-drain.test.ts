@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
-import { createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
+import { createRecordsRouter, type RecordsApi, type RecordsRouter } from '../../lib/index.js';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy.js';
 import { startFreezingProxy } from '../support/freezing-proxy.js';
 import { OPEN_RULES } from '../support/open-rules.js';
@@ -36,7 +36,17 @@ function heldCreates() {
   const running = new Promise<void>((resolve) => (entered = resolve));
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
-  const hooks = { notes: { beforeCreate: async (e: { data: Record<string, unknown> }) => void (e.data.text === 'held' && (entered(), await released)) } };
+  // Once let go, it reads through the server API its hook was given: running work keeps it during the drain.
+  const hooks = {
+    notes: {
+      beforeCreate: async (e: { data: Record<string, unknown>; api: RecordsApi }) => {
+        if (e.data.text !== 'held') return;
+        entered();
+        await released;
+        await e.api.collection('notes').getList(1, 1);
+      },
+    },
+  };
   return { hooks, running, release };
 }
 
