@@ -108,6 +108,18 @@ describe('RateLimiter in memory', () => {
     expect(l.take(rules[1]!, 'b', 'x')).toBe(40);
   });
 
+  test('counters of ended windows are dropped at the next sweep, with no shared store too', async () => {
+    const [rule] = counted([{ label: '/api/', maxRequests: 5, duration: 1 }]);
+    const l = limiter([rule!]);
+    now = 3_000_000;
+    for (let i = 0; i < 10; i++) l.take(rule!, '', `192.0.2.${i}`);
+    l.take({ ...rule!, index: 1, duration: 60 }, '', 'long');
+    expect(l.trackedKeys).toBe(11);
+    now += 10_001;
+    await l.sync();
+    expect(l.trackedKeys).toBe(1);
+  });
+
   test('memory: at most maxTrackedKeys counters, however many clients', () => {
     const [rule] = counted([{ label: '/api/', maxRequests: 5, duration: 60 }]);
     const l = limiter([rule!], 1000);

@@ -89,10 +89,10 @@ export class RateLimiter {
     return this.buckets.size;
   }
 
-  /** Starts the syncs, when there is a shared store; a timer that does not keep the process alive. */
+  /** Starts the syncs (without a shared store, only the sweep of ended windows, every 10 s); a timer that does not keep the process alive. */
   start(): void {
-    if (!this.options.runner || this.timer) return;
-    this.timer = setInterval(() => void this.sync(), this.syncIntervalMs);
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.sync(), this.options.runner ? this.syncIntervalMs : SWEEP_INTERVAL_MS);
     this.timer.unref();
   }
 
@@ -135,8 +135,9 @@ export class RateLimiter {
   }
 
   /**
-   * Sends this instance's new hits and reads back the totals (one statement), unless one is running
-   * or there is nothing to send. Fails quietly: the hits stay pending and the limits hold here.
+   * Drops the counters of ended windows (at most every 10 s), then sends this instance's new hits
+   * and reads back the totals (one statement), unless one is running, there is nothing to send or
+   * no shared store. Fails quietly: the hits stay pending and the limits hold here.
    */
   sync(): Promise<void> {
     this.sweep();
