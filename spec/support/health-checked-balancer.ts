@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bufferRequestBody } from './round-robin-proxy.js';
 
 /** A load balancer configured as docs/deployment.md ("Rolling restarts") asks, in front of instances on loopback. */
 export interface HealthCheckedBalancer {
@@ -84,17 +85,8 @@ export async function startHealthCheckedBalancer(upstreams: readonly string[], o
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) {
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const body = Buffer.concat(chunks);
+    const body = await bufferRequestBody(req, res, MAX_BODY_BYTES);
+    if (body === undefined) return;
     const tried = new Set<number>();
     const giveUpAt = performance.now() + NO_UPSTREAM_WAIT_MS;
     while (performance.now() < giveUpAt) {

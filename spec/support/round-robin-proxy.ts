@@ -12,6 +12,24 @@ export interface RoundRobinProxy {
   close(): Promise<void>;
 }
 
+/**
+ * Reads a request's whole body, which a proxy keeps to send it again to another upstream; over
+ * `maxBytes` it answers 413 itself and resolves undefined.
+ */
+export async function bufferRequestBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      res.writeHead(413).end();
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
 /** Largest request body the proxy buffers; the tests send a few MiB at most. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -57,17 +75,8 @@ export async function startRoundRobinProxy(upstreams: readonly string[]): Promis
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) {
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const body = Buffer.concat(chunks);
+    const body = await bufferRequestBody(req, res, MAX_BODY_BYTES);
+    if (body === undefined) return;
     for (let index = pickUpstream(); index !== undefined; index = pickUpstream()) {
       try {
         await forward(index, req, body, res);
