@@ -8,6 +8,7 @@ import supertest from 'supertest';
 import { createAppServer, createRecordsRouter, type RecordsRouter } from '../../lib/index.js';
 import { makePng } from '../support/file-fixtures.js';
 import { OPEN_RULES } from '../support/open-rules.js';
+import { openSse, type SseConnection } from '../support/sse-reader.js';
 import { createMemoryLogger, engineOptions } from '../support/test-app.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 import { describeExported, pointsOf, registerTestTelemetry, type TestTelemetry } from '../support/telemetry-sdk.js';
@@ -29,6 +30,8 @@ const MARKERS = {
   recordId: 'mkrecordqz86aaa',
   fileName: 'mkfileqz87',
   forwardedFor: '203.0.113.88',
+  batchValue: 'mkbatchqz92',
+  realtimeFilter: 'mkrtfilterqz93',
   clientAddress: '127.0.0.1',
   unknownCollection: 'mkunknownqz90',
 };
@@ -52,6 +55,7 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
   let server: Server;
   let http: supertest.Agent;
   let dataDir: string;
+  let baseUrl: string;
   const logger = createMemoryLogger();
 
   beforeAll(async () => {
@@ -75,7 +79,8 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
     app.use('/backend', router);
     server = createAppServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    http = supertest.agent(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    http = supertest.agent(baseUrl);
   }, 90_000);
 
   afterAll(async () => {
@@ -89,8 +94,13 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
   /** A request carrying every header marker. */
   const marked = (test: supertest.Test) => test.set('Authorization', `Bearer ${MARKERS.token}`).set('Cookie', `session=${MARKERS.cookie}`).set('X-Forwarded-For', MARKERS.forwardedFor);
 
-  it('sends every marker through records, files, thumbnails and a 404, and finds none in spans, metrics or log lines', async () => {
+  it('sends every marker through records, files, thumbnails, a batch, realtime and a 404, and finds none in spans, metrics or log lines', async () => {
     const base = '/backend/api/collections/posts/records';
+    // A realtime subscriber whose topic's filter holds a marker, so every write below is delivered (and traced) too.
+    const stream: SseConnection = await openSse(`${baseUrl}/backend/api/realtime`, { Authorization: MARKERS.token, Cookie: `session=${MARKERS.cookie}`, 'X-Forwarded-For': MARKERS.forwardedFor });
+    const clientId = await stream.clientId();
+    const topic = `posts/*?options=${encodeURIComponent(JSON.stringify({ query: { filter: `title != "${MARKERS.realtimeFilter}"` } }))}`;
+    await marked(http.post('/backend/api/realtime')).send({ clientId, subscriptions: [topic, `posts/${MARKERS.recordId}`] }).expect(204);
     await marked(http.post(base)).send({ id: MARKERS.recordId, title: MARKERS.value, body: `${MARKERS.value} body` }).expect(200);
     const filter = encodeURIComponent(`title = "${MARKERS.filter}" || body ~ "${MARKERS.value}"`);
     expect((await marked(http.get(`${base}?filter=${filter}`)).expect(200)).body.totalItems).toBe(1);
@@ -102,6 +112,13 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
     await marked(http.get(`/backend/api/files/posts/${MARKERS.recordId}/${stored}?thumb=16x16`)).expect(200);
     await marked(http.get(`/backend/api/collections/${MARKERS.unknownCollection}/records?filter=${encodeURIComponent(`x="${MARKERS.filter}"`)}`)).expect(404);
     await marked(http.get(`/backend/api/collections/${MARKERS.unknownCollection}/records/${MARKERS.recordId}`)).expect(404);
+    const batched = await marked(http.post('/backend/api/batch')).send({ requests: [{ method: 'PATCH', url: `/api/collections/posts/records/${MARKERS.recordId}?fields=id,title`, body: { title: MARKERS.batchValue } }] });
+    expect({ status: batched.status, body: batched.body }).toEqual({ status: 200, body: [{ status: 200, body: { id: MARKERS.recordId, title: MARKERS.batchValue } }] });
+    try {
+      await stream.next((event) => event.data?.includes(MARKERS.batchValue) === true);
+    } finally {
+      stream.close();
+    }
     await marked(http.delete(`${base}/${MARKERS.recordId}`)).expect(204);
     await marked(http.get(`${base}/${MARKERS.recordId}`)).expect(404);
     // A request's span ends when its response closes, possibly just after the client read it.
@@ -121,6 +138,9 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
         'GET /api/files/{collection}/{recordId}/{filename}',
         'storage write',
         'thumbnail render',
+        'POST /api/batch',
+        'POST /api/realtime',
+        'realtime deliver',
       ]),
     );
     expect(spans.some((span) => span.attributes['db.system.name'] === 'postgresql' && span.attributes['db.collection.name'] === 'posts')).toBe(true);
