@@ -232,7 +232,13 @@ async function listenEarly(router: RecordsRouter): Promise<{ url: string; close(
 
 const postgresOnly = process.env.RB_TEST_POSTGRES ? describe : describe.skip;
 
-postgresOnly('the health check on Postgres', () => {
+postgresOnly('the health check and the drain on Postgres', () => {
+  let app: TestApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
   test('a flood of probes sends at most about one check a second (counted on the wire), and every probe is answered', async () => {
     const database = await openTestDatabase('postgres');
     const target = new URL(database.url!);
@@ -290,6 +296,34 @@ postgresOnly('the health check on Postgres', () => {
       await db.destroy();
       await proxy.close();
       await database.destroy();
+    }
+  }, 30_000);
+
+  test('a request cut at drainMs has its statement cancelled: an update waiting on a row lock stops waiting, and writes nothing', async () => {
+    app = await startTestApp('postgres', { collections, drainMs: 500, limits: { statementTimeoutMs: 30_000 } });
+    const created = await requestOnce(`${app.baseUrl}/backend/api/collections/notes/records`, { method: 'POST', json: { text: 'before' } });
+    const id = (created.json as { id: string }).id;
+    const holder = knexFactory({ client: 'pg', connection: app.database.url!, searchPath: [app.database.schema!], pool: { min: 0, max: 2 }, log: testKnexLog });
+    const waiting = async () => {
+      const { rows } = await holder.raw<{ rows: { n: number }[] }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      return rows[0]!.n;
+    };
+    const tx = await holder.transaction();
+    try {
+      await tx.raw('SELECT id FROM notes WHERE id = ? FOR UPDATE', [id]);
+      const update = requestOnce(`${app.baseUrl}/backend/api/collections/notes/records/${id}`, { method: 'PATCH', json: { text: 'after' } }).catch(() => undefined);
+      for (let i = 0; i < 50 && (await waiting()) === 0; i++) await sleep(50);
+      expect(await waiting()).toBe(1);
+      await app.router.close();
+      for (let i = 0; i < 40 && (await waiting()) > 0; i++) await sleep(50);
+      expect(await waiting()).toBe(0);
+      await tx.commit();
+      await update;
+      const rows = (await holder('notes').select('text').where({ id })) as { text: string }[];
+      expect(rows).toEqual([{ text: 'before' }]);
+    } finally {
+      if (!tx.isCompleted()) await tx.rollback();
+      await holder.destroy();
     }
   }, 30_000);
 
