@@ -92,6 +92,11 @@ describe.each(testEngines())('readiness and drain (%s)', (engine) => {
     expect(refused.headers['recordbase-refused']).toBe('draining');
     const refusedWrite = await requestOnce(`${app.baseUrl}/backend/api/collections/notes/records`, { method: 'POST', json: { text: 'refused' } });
     expect(refusedWrite.status).toBe(503);
+    // Under /api/ as Express matches it (any case, at a segment boundary); the host's other paths are the host's.
+    expect((await requestOnce(`${app.baseUrl}/backend/API/Collections/notes/records`)).headers['recordbase-refused']).toBe('draining');
+    expect((await requestOnce(`${app.baseUrl}/backend/api`)).headers['recordbase-refused']).toBe('draining');
+    const outside = await requestOnce(`${app.baseUrl}/backend/apix`);
+    expect({ status: outside.status, refused: outside.headers['recordbase-refused'] }).toEqual({ status: 404, refused: undefined });
 
     // The server API too, with the same 503.
     await expect(app.router.api.collection('notes').getList()).rejects.toMatchObject({ status: 503, code: 'draining' });
