@@ -15,6 +15,8 @@ import { OPEN_RULES } from '../support/open-rules.js';
 import { createMemoryLogger, startSiblingRouter, startTestApp, TEST_FILE_TOKEN_SECRET } from '../support/test-app.js';
 import { openTestDatabase, testEngines, testKnexLog } from '../support/test-database.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/throwaway-postgres.js';
+import { ensureBuilt } from '../support/built-package.js';
+import { startInstances } from '../support/multi-instance.js';
 
 /**
  * Issue 44, part 3: rate limits held across instances through the database alone, with memory
@@ -86,6 +88,33 @@ postgresOnly('rate limits across instances on postgres', () => {
       await app.close();
     }
   });
+
+  test('two instances in processes of their own (the built package) share one limit', async () => {
+    await ensureBuilt();
+    const database = await openTestDatabase('postgres');
+    const storageRoot = mkdtempSync(path.join(os.tmpdir(), 'rb-rate-storage-'));
+    const { instances, stopAll } = await startInstances({
+      count: 2,
+      databaseUrl: database.url!,
+      schema: database.schema,
+      storage: { kind: 'disk', root: storageRoot },
+      collections,
+      identities: {},
+      realtime: false,
+      rateLimits: { rules: [{ label: '/api/collections/', maxRequests: 10, duration: LONG }] },
+    });
+    try {
+      const list = async (index: number) => (await fetch(`${instances[index]!.url}/backend/api/collections/a/records?perPage=1`)).status;
+      for (let i = 0; i < 10; i++) expect(await list(i % 2)).toBe(200);
+      // Each has sent its 5 within one interval and read the total again at the next: 10 on both.
+      await sleep(2_500);
+      expect([await list(0), await list(1)]).toEqual([429, 429]);
+    } finally {
+      await stopAll();
+      rmSync(storageRoot, { recursive: true, force: true });
+      await database.destroy();
+    }
+  }, 120_000);
 
   describe('when the database does not answer', () => {
     let server: ThrowawayPostgres;

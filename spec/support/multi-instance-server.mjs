@@ -42,6 +42,7 @@ const router = createRecordsRouter({
   ...(config.realtime === undefined ? {} : { realtime: config.realtime }),
   ...(config.preparedStatements === undefined ? {} : { preparedStatements: config.preparedStatements }),
   ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
+  ...(config.rateLimits === undefined ? {} : { rateLimits: config.rateLimits }),
 });
 
 try {

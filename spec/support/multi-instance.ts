@@ -38,6 +38,8 @@ export interface StartInstancesOptions {
   realtime?: RecordsRouterOptions['realtime'];
   /** The router's `drainMs` for every instance; left out, the default. */
   drainMs?: number;
+  /** The router's `rateLimits` for every instance; left out, none. */
+  rateLimits?: RecordsRouterOptions['rateLimits'];
 }
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./multi-instance-server.mjs', import.meta.url));
@@ -71,6 +73,7 @@ export async function startInstances(options: StartInstancesOptions): Promise<{ 
       realtime: options.realtime,
       preparedStatements: options.preparedStatements,
       drainMs: options.drainMs,
+      rateLimits: options.rateLimits,
     };
     const child = fork(SERVER_SCRIPT, [], { env: { ...process.env, RB_INSTANCE_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);

@@ -70,6 +70,8 @@ export class RateLimiter {
   readonly syncIntervalMs: number;
   private readonly buckets = new Map<string, Bucket>();
   private readonly dirty = new Set<Bucket>();
+  /** Buckets whose hits the last sync sent: the next one reads their totals again (no hits), so an instance a burst just stopped at learns what the others added after it. */
+  private watched = new Set<Bucket>();
   /** Per rule: the window whose rows this instance writes, and how many it wrote for it. */
   private readonly shares = new Map<number, { windowStart: number; written: number }>();
   private readonly now: () => number;
@@ -141,7 +143,7 @@ export class RateLimiter {
    */
   sync(): Promise<void> {
     this.sweep();
-    if (this.syncing || this.dirty.size === 0 || !this.options.runner) return this.syncing ?? Promise.resolve();
+    if (this.syncing || (this.dirty.size === 0 && this.watched.size === 0) || !this.options.runner) return this.syncing ?? Promise.resolve();
     this.syncing = this.runSync(this.options.runner).finally(() => {
       this.syncing = undefined;
     });
@@ -152,14 +154,25 @@ export class RateLimiter {
     const now = this.now();
     const sent: { bucket: Bucket; windowStart: number; hits: number }[] = [];
     const deltas: CounterDelta[] = [];
+    const chosen = new Set<Bucket>();
     for (const bucket of this.dirty) {
       if (sent.length >= MAX_DELTAS_PER_SYNC) break;
       this.dirty.delete(bucket);
       bucket.dirty = false;
       if (bucket.windowEnd <= now || bucket.pending === 0 || !this.mayWrite(bucket)) continue;
       bucket.id ??= bucketId(bucket.rule, bucket.key);
+      chosen.add(bucket);
       sent.push({ bucket, windowStart: bucket.windowStart, hits: bucket.pending });
       deltas.push({ bucket: bucket.id, windowStart: bucket.windowStart, windowEnd: bucket.windowEnd, hits: bucket.pending });
+    }
+    const watched = this.watched;
+    this.watched = new Set();
+    for (const bucket of watched) {
+      if (sent.length >= MAX_DELTAS_PER_SYNC) break;
+      // Sent above already, forgotten, or of an ended window: nothing to read.
+      if (bucket.id === undefined || chosen.has(bucket) || bucket.windowEnd <= now || bucket.sharedWindow !== bucket.windowStart || this.buckets.get(bucket.key) !== bucket) continue;
+      sent.push({ bucket, windowStart: bucket.windowStart, hits: 0 });
+      deltas.push({ bucket: bucket.id, windowStart: bucket.windowStart, windowEnd: bucket.windowEnd, hits: 0 });
     }
     if (deltas.length === 0) return;
     try {
@@ -171,12 +184,13 @@ export class RateLimiter {
         if (total === undefined || bucket.windowStart !== windowStart) continue;
         bucket.pending -= hits;
         bucket.shared = total;
+        if (hits > 0) this.watched.add(bucket);
       }
       if (this.failing) this.options.logger.info('rate limits: the shared counters answer again; limits are held across instances');
       this.failing = false;
     } catch (err) {
       // Kept pending, sent again at the next sync: meanwhile this instance's own count limits it.
-      for (const { bucket } of sent) this.markDirty(bucket);
+      for (const { bucket, hits } of sent) if (hits > 0) this.markDirty(bucket);
       if (!this.failing) {
         this.options.logger.warn(`rate limits: the shared counters could not be synced (${err instanceof Error ? err.message : String(err)}); each instance limits on its own counts until the database answers (retried every ${this.syncIntervalMs} ms)`);
       }
