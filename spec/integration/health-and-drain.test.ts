@@ -12,7 +12,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
+import pg from 'pg';
 import { createRecordsRouter, type RecordsApi, type RecordsRouter } from '../../lib/index.js';
+import { openMemoryDatabase } from '../../lib/db/engine/open-embedded-database.js';
 import { startCountingProxy, type CountingProxy } from '../support/counting-proxy.js';
 import { startFreezingProxy } from '../support/freezing-proxy.js';
 import { OPEN_RULES } from '../support/open-rules.js';
@@ -224,6 +226,45 @@ test('after a failed start, health answers 503 with the reason in its own shape 
   }
 });
 
+test('on the embedded engine too, a flood of probes sends at most about one check a second (counted at the driver)', async () => {
+  const sent: string[] = [];
+  const originalQuery = pg.Client.prototype.query;
+  pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    sent.push(typeof config === 'string' ? config : (config.text ?? ''));
+    return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  const db = openMemoryDatabase({ log: testKnexLog });
+  const served = await serveRouter(createRecordsRouter({ collections, database: db, logger: createMemoryLogger(), fileSweep: false, realtime: false, dataDir: tempDir() }));
+  try {
+    await requestOnce(`${served.baseUrl}/api/health`);
+    await sleep(1_100);
+    sent.length = 0;
+    const statuses = await floodHealth(served.baseUrl, 2_500);
+    const checks = sent.filter((text) => /^SELECT 1$/i.test(text.trim())).length;
+    expect(statuses.length).toBeGreaterThan(100);
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    expect(checks).toBeGreaterThanOrEqual(2);
+    expect(checks).toBeLessThanOrEqual(4);
+  } finally {
+    pg.Client.prototype.query = originalQuery;
+    await served.close();
+    await db.destroy();
+  }
+});
+
+/** 20 probes at a time, each sent as soon as the one before it was answered, for `ms`: every status answered. */
+async function floodHealth(baseUrl: string, ms: number): Promise<number[]> {
+  const until = performance.now() + ms;
+  const statuses: number[] = [];
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (performance.now() < until) statuses.push((await requestOnce(`${baseUrl}/api/health`)).status);
+    }),
+  );
+  return statuses;
+}
+
 /** Mounts `router` at /backend without waiting for `ready`. */
 async function listenEarly(router: RecordsRouter): Promise<{ url: string; close(): void }> {
   const { default: express } = await import('express');
@@ -256,13 +297,7 @@ postgresOnly('the health check and the drain on Postgres', () => {
       await requestOnce(`${served.baseUrl}/api/health`);
       await sleep(1_100);
       proxy.reset();
-      const until = performance.now() + 2_500;
-      const statuses: number[] = [];
-      await Promise.all(
-        Array.from({ length: 20 }, async () => {
-          while (performance.now() < until) statuses.push((await requestOnce(`${served.baseUrl}/api/health`)).status);
-        }),
-      );
+      const statuses = await floodHealth(served.baseUrl, 2_500);
       const checks = proxy.sent.filter((s) => /^SELECT 1$/i.test(s.text.trim())).length;
       expect(statuses.length).toBeGreaterThan(100);
       expect(new Set(statuses)).toEqual(new Set([200]));
