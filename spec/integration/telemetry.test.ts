@@ -128,6 +128,9 @@ describe.each(testEngines())('OpenTelemetry spans and metrics on %s', (engine) =
       expect(histogram.descriptor.unit).toBe('s');
       const waits = pointsOf(collected, 'db.client.connection.wait_time') as { value: { count: number } }[];
       expect(waits.reduce((sum, point) => sum + point.value.count, 0)).toBeGreaterThan(0);
+      // Every request's unit passes the fair gate (its client is its address): each pass is a wait, most of them 0.
+      const turns = pointsOf(collected, 'recordbase.db.fair_gate.wait_time') as { value: { count: number } }[];
+      expect(turns.reduce((sum, point) => sum + point.value.count, 0)).toBeGreaterThan(0);
       expect(pointsOf(collected, 'recordbase.realtime.streams').map((point) => point.value)).toEqual([1]);
       expect(pointsOf(collected, 'recordbase.thumbnail.queue.length').map((point) => point.value)).toEqual([0]);
       // Awake with a stream: the outbox is counted from this instance's read position (nothing unread here).
