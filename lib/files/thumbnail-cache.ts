@@ -186,7 +186,8 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
     const dimensions = readImageDimensions(data);
     // Unreadable headers cost nothing to refuse: the renderer does so before decoding.
     const weight = dimensions ? dimensions.width * dimensions.height : 0;
-    const where = `${batch.originalKey} (${todo.map((target) => target.stored.key.slice(target.stored.key.lastIndexOf('/') + 1)).join(', ')})`;
+    // Neither the record's id nor the file's name (both in the key) goes to the log: the collection and the count say enough (docs/observability.md).
+    const where = `a file of collection ${batch.request.collectionId} (${todo.length} ${todo.length === 1 ? 'size' : 'sizes'})`;
     if (weight > pixels.size) {
       logger.warn(`thumbnails of ${where} not made, serving the original: ${weight} pixels is over limits.maxThumbnailPixels (${pixels.size})`);
       return made;
@@ -207,7 +208,7 @@ export function createThumbnailCache(options: ThumbnailCacheOptions): ThumbnailC
     for (const [index, target] of todo.entries()) {
       const result = results[index];
       if (result === undefined || 'error' in result) {
-        logger.warn(`thumbnail ${target.stored.key} not made, serving the original: ${result?.error ?? 'no result'}`);
+        logger.warn(`a thumbnail of a file of collection ${batch.request.collectionId} not made, serving the original: ${result?.error ?? 'no result'}`);
         continue;
       }
       const { data: bytes, contentType } = result.output;

@@ -110,6 +110,12 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
     expect(stored).toContain(MARKERS.fileName);
     await marked(http.get(`/backend/api/files/posts/${MARKERS.recordId}/${stored}`)).expect(200);
     await marked(http.get(`/backend/api/files/posts/${MARKERS.recordId}/${stored}?thumb=16x16`)).expect(200);
+    // An image the renderer refuses (a PNG whose pixel data is cut short): the original is served, and a warning logged.
+    const broken = makePng(64, 64).subarray(0, 60);
+    const brokenStored = (await marked(http.patch(`${base}/${MARKERS.recordId}`)).attach('image', broken, `${MARKERS.fileName}.png`).expect(200)).body.image as string;
+    await marked(http.get(`/backend/api/files/posts/${MARKERS.recordId}/${brokenStored}?thumb=20x20`)).expect(200);
+    for (let i = 0; i < 100 && !logger.lines.some((line) => line.includes('thumbnail')); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(logger.lines.filter((line) => line.includes('thumbnail'))).not.toEqual([]);
     await marked(http.get(`/backend/api/collections/${MARKERS.unknownCollection}/records?filter=${encodeURIComponent(`x="${MARKERS.filter}"`)}`)).expect(404);
     await marked(http.get(`/backend/api/collections/${MARKERS.unknownCollection}/records/${MARKERS.recordId}`)).expect(404);
     const batched = await marked(http.post('/backend/api/batch')).send({ requests: [{ method: 'PATCH', url: `/api/collections/posts/records/${MARKERS.recordId}?fields=id,title`, body: { title: MARKERS.batchValue } }] });

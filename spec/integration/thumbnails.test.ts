@@ -487,7 +487,10 @@ describe('createThumbnailCache', () => {
     const cache = createThumbnailCache({ ...BOUNDS, storage, render: renderThumbnail, logger });
     expect(await cache.get({ collectionId, recordId, name, mimeType: 'image/png', spec: makeSpec(100, 100) })).toBeUndefined();
     expect(logger.warnings).toHaveLength(1);
-    expect(logger.warnings[0]).toContain(`thumbs_${name}/100x100_${name}`);
+    // The collection, never the record's id or the file's name (issue 44: no id or file name in a log line).
+    expect(logger.warnings[0]).toContain(`a thumbnail of a file of collection ${collectionId} not made`);
+    expect(logger.warnings[0]).not.toContain(recordId);
+    expect(logger.warnings[0]).not.toContain('broken_');
     expect(await storage.stat(`posts/${recordId}/thumbs_${name}/100x100_${name}`)).toBeUndefined();
   });
 
