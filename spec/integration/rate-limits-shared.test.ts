@@ -62,6 +62,31 @@ describe.each(testEngines())('the rate limiter\'s shared counters on %s', (engin
       await database.destroy();
     }
   });
+
+  test('a failed sync whose bucket was forgotten meanwhile does not send its key twice once the database answers', async () => {
+    const database = await openTestDatabase(engine);
+    try {
+      const runner = new StatementRunner(database.db);
+      const rule: CountedRule = { label: '/api/', maxRequests: 10, duration: LONG, audience: '', index: 0 };
+      const logger = createMemoryLogger();
+      const limiter = new RateLimiter({ rules: [rule], maxTrackedKeys: 2, runner, logger });
+      limiter.take(rule, '', 'x');
+      // No table yet: this sync fails. While it runs, x is forgotten (two counters at most) and counted again.
+      const failing = limiter.sync();
+      limiter.take(rule, '', 'y');
+      limiter.take(rule, '', 'z');
+      limiter.take(rule, '', 'x');
+      await failing;
+      expect(logger.lines.filter((line) => line.includes('could not be synced'))).toHaveLength(1);
+      for (const statement of await rateLimitsSchema().statements(runner, [])) await runner.query(rawSql(statement));
+      await limiter.sync();
+      expect(logger.lines.filter((line) => line.includes('answer again'))).toHaveLength(1);
+      expect(await countCounterRows(runner)).toBe(1);
+      await limiter.close();
+    } finally {
+      await database.destroy();
+    }
+  });
 });
 
 const postgresOnly = testEngines().includes('postgres') ? describe : describe.skip;

@@ -159,7 +159,8 @@ export class RateLimiter {
       if (sent.length >= MAX_DELTAS_PER_SYNC) break;
       this.dirty.delete(bucket);
       bucket.dirty = false;
-      if (bucket.windowEnd <= now || bucket.pending === 0 || !this.mayWrite(bucket)) continue;
+      // Forgotten (a new bucket may hold its key: one statement may not name a row twice), ended, or nothing to add.
+      if (this.buckets.get(bucket.key) !== bucket || bucket.windowEnd <= now || bucket.pending === 0 || !this.mayWrite(bucket)) continue;
       bucket.id ??= bucketId(bucket.rule, bucket.key);
       chosen.add(bucket);
       sent.push({ bucket, windowStart: bucket.windowStart, hits: bucket.pending });
@@ -190,7 +191,7 @@ export class RateLimiter {
       this.failing = false;
     } catch (err) {
       // Kept pending, sent again at the next sync: meanwhile this instance's own count limits it.
-      for (const { bucket, hits } of sent) if (hits > 0) this.markDirty(bucket);
+      for (const { bucket, hits } of sent) if (hits > 0 && this.buckets.get(bucket.key) === bucket) this.markDirty(bucket);
       if (!this.failing) {
         this.options.logger.warn(`rate limits: the shared counters could not be synced (${err instanceof Error ? err.message : String(err)}); each instance limits on its own counts until the database answers (retried every ${this.syncIntervalMs} ms)`);
       }
