@@ -8,7 +8,7 @@ import { isHealthPath, sendHealth } from './health-check.js';
  * The header of the drain's 503: the request was refused before anything ran, so a load balancer
  * may send it (a POST included) to another instance (docs/deployment.md, "Rolling restarts").
  */
-export const REFUSED_HEADER = 'Recordbase-Refused';
+const REFUSED_HEADER = 'Recordbase-Refused';
 
 /** How long a cut request's sockets are given to report their close before close() goes on. */
 const CUT_SETTLE_MS = 100;
@@ -41,11 +41,6 @@ export class DrainGate {
   /** Whether `refuse()` was called: the router is closing. */
   get closing(): boolean {
     return this.refusing;
-  }
-
-  /** How many requests run now (the bench and tests read it). */
-  get inFlight(): number {
-    return this.running.size;
   }
 
   /** The middleware in front of the router's dispatch. */

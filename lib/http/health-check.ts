@@ -6,9 +6,9 @@ import { UnavailableError, type RecordbaseError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** How long an answer of the database serves every probe: a probe flood costs one statement a second. */
-export const HEALTH_CHECK_MAX_AGE_MS = 1000;
+const HEALTH_CHECK_MAX_AGE_MS = 1000;
 /** Longest one check may take (a connection, then `SELECT 1`); past it the database does not answer. */
-export const HEALTH_CHECK_TIMEOUT_MS = 1000;
+const HEALTH_CHECK_TIMEOUT_MS = 1000;
 
 /** The fair gate's key of the checks: they never queue behind one client's requests. */
 const HEALTH_CLIENT = 'recordbase:health';
