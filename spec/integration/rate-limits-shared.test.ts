@@ -29,12 +29,17 @@ const collections = [{ name: 'a', fields: [{ name: 'name', type: 'text' as const
 const LONG = 365 * 24 * 60 * 60;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Makes the shared counters' table, as the schema sync of a router with rate limits does. */
+async function createCounterTable(runner: StatementRunner): Promise<void> {
+  for (const statement of await rateLimitsSchema().statements(runner, [])) await runner.query(rawSql(statement));
+}
+
 describe.each(testEngines())('the rate limiter\'s shared counters on %s', (engine) => {
   test('a million distinct addresses keep memory and rows bounded; rows of ended windows are pruned', async () => {
     const database = await openTestDatabase(engine);
     try {
       const runner = new StatementRunner(database.db);
-      for (const statement of await rateLimitsSchema().statements(runner, [])) await runner.query(rawSql(statement));
+      await createCounterTable(runner);
       const rule: CountedRule = { label: '/api/', maxRequests: 10, duration: 60, audience: '', index: 0 };
       let now = 1_800_000_000_000;
       const limiter = new RateLimiter({ rules: [rule], maxTrackedKeys: 1000, runner, logger: createMemoryLogger(), now: () => now });
@@ -78,7 +83,7 @@ describe.each(testEngines())('the rate limiter\'s shared counters on %s', (engin
       limiter.take(rule, '', 'x');
       await failing;
       expect(logger.lines.filter((line) => line.includes('could not be synced'))).toHaveLength(1);
-      for (const statement of await rateLimitsSchema().statements(runner, [])) await runner.query(rawSql(statement));
+      await createCounterTable(runner);
       await limiter.sync();
       expect(logger.lines.filter((line) => line.includes('answer again'))).toHaveLength(1);
       expect(await countCounterRows(runner)).toBe(1);
