@@ -23,6 +23,7 @@ import { MAX_SUBSCRIPTION_LENGTH, MAX_SUBSCRIPTIONS, parseSubscription, topicKey
 import { SseStream } from './sse-stream.js';
 import { StreamSlots } from './stream-slots.js';
 import { prepareSubscriptions, type PreparedSubscription } from './subscription-conditions.js';
+import { runDetached } from '../telemetry/start-span.js';
 
 /** The realtime settings: the router's `realtime` option resolved (docs/realtime.md, docs/configuration.md). */
 export interface RealtimeSettings {
@@ -157,7 +158,7 @@ export class RealtimeHub {
     this.streamSlots = new StreamSlots(options.settings.maxClientsPerAddress);
     const report = (message: string, err: unknown) => this.report(message, err);
     this.messages = new InstanceMessages({ registry: this.clientRegistry, apply: (clientId, identity, raws) => this.applyForwarded(clientId, identity, raws), report });
-    this.idle = new IdleMode({ idleAfterMs: options.settings.idleAfterMs, sleep: () => this.sleep(), wake: () => this.wake(), report });
+    this.idle = new IdleMode({ idleAfterMs: options.settings.idleAfterMs, sleep: () => this.sleep(), wake: () => runDetached(() => this.wake()), report });
   }
 
   /**

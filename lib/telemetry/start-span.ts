@@ -85,11 +85,17 @@ export function runWithSpan<R>(span: TelemetrySpan | undefined, work: () => R): 
   return api.context.with(api.trace.setSpan(api.context.active(), span), work);
 }
 
-/** The active context's span, if it carries a trace: kept by work that starts later (a thumbnail batch) as its parent. */
+/**
+ * The active context's span while it is still recording: kept by work that starts later (a
+ * thumbnail batch) as its parent, and the parent of statements that carry none. An ended span is
+ * none: with an async context manager, a timer set up during a request (realtime's heartbeat,
+ * started when a stream woke it) keeps that request's context for good, and its statements must
+ * not hang from a request that ended long ago.
+ */
 export function activeSpan(): SpanShape | undefined {
   const api = telemetryApi();
   const span = api?.trace.getSpan(api.context.active());
-  return carriesTrace(span) ? span : undefined;
+  return carriesTrace(span) && span.isRecording() ? span : undefined;
 }
 
 /** The span's W3C `traceparent` (what the outbox keeps for a delivery on another instance to link to), or null. */
@@ -111,4 +117,14 @@ export function linkToTraceparent(traceparent: string | null | undefined): LinkS
 /** Whether a host's SDK takes spans now (a tracer provider is registered). */
 export function isTracing(): boolean {
   return currentTracer() !== undefined;
+}
+
+/**
+ * Runs `work` in the root context, so what it starts (timers, a LISTEN connection's handlers)
+ * does not inherit the request that happened to start it: with an async context manager it
+ * would otherwise keep that request's trace for as long as it runs.
+ */
+export function runDetached<R>(work: () => R): R {
+  const api = telemetryApi();
+  return api === undefined ? work() : api.context.with(api.ROOT_CONTEXT, work);
 }

@@ -85,3 +85,50 @@ describe.each(testEngines())('realtime delivery spans on %s', (engine) => {
     expect(deliveries.map((delivery) => delivery.links.map((link) => link.context.spanId))).toEqual([[batch.spanContext().spanId], [batch.spanContext().spanId]]);
   });
 });
+
+describe.each(testEngines())("realtime's background statements on %s", (engine) => {
+  let app: TestApp;
+  let telemetry: TestTelemetry;
+
+  beforeAll(async () => {
+    telemetry = registerTestTelemetry();
+    // Asleep almost at once, so the stream below wakes it, and heartbeats every 50 ms once awake.
+    app = await startTestApp(engine, { collections, realtime: { idleAfterMs: 100, instanceHeartbeatMs: 50 } });
+  }, 90_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await telemetry?.stop();
+  });
+
+  it("are not children of the request that woke realtime (with an async context manager its timers would keep that request's context)", async () => {
+    for (let i = 0; i < 100 && !(await sleeping(app)); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    telemetry.spans.reset();
+    const stream = await openSse(`${app.baseUrl}/backend/api/realtime`);
+    let settledAt: number;
+    try {
+      await stream.clientId();
+      // The connect's own statements are done once it has answered; several heartbeats follow while its span is still open.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      settledAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    } finally {
+      stream.close();
+    }
+    const spans = await spansWhen(telemetry, (all) => all.some((span) => span.name === 'GET /api/realtime'));
+    const connect = spans.find((span) => span.name === 'GET /api/realtime')!;
+    const startedMs = (span: ReadableSpan) => span.startTime[0] * 1000 + span.startTime[1] / 1e6;
+    const underIt = spans.filter((span) => span.parentSpanContext?.spanId === connect.spanContext().spanId);
+    // The connect's own statements (its client's row) are its children; the heartbeats that follow are not.
+    expect(underIt.length).toBeGreaterThan(0);
+    expect(underIt.filter((span) => startedMs(span) > settledAt!).map((span) => span.name)).toEqual([]);
+  });
+});
+
+/** Whether the router's realtime sleeps now: it answers no heartbeat (its instance row's heartbeat stops moving). */
+async function sleeping(app: TestApp): Promise<boolean> {
+  const before = await app.database.db('_recordbase_realtime_instances').max({ at: 'heartbeat_at' }).first();
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const after = await app.database.db('_recordbase_realtime_instances').max({ at: 'heartbeat_at' }).first();
+  return String(before?.at) === String(after?.at);
+}
