@@ -131,7 +131,10 @@ let scopeVersion: string | undefined;
 export function loadTelemetry(): Promise<void> {
   loading ??= import('@opentelemetry/api').then(
     (module) => {
-      api = ((module as { default?: unknown }).default ?? module) as OpenTelemetryApi;
+      const loaded = ((module as { default?: unknown }).default ?? module) as Partial<OpenTelemetryApi>;
+      // An API older than the peer range (before metrics, 1.3) is treated as absent rather than half used.
+      if (loaded.trace === undefined || loaded.context === undefined || loaded.metrics === undefined || typeof loaded.ProxyTracerProvider !== 'function' || typeof loaded.createNoopMeter !== 'function') return;
+      api = loaded as OpenTelemetryApi;
       scopeVersion = readOwnVersion();
     },
     () => undefined,
