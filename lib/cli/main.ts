@@ -100,9 +100,11 @@ async function serve(args: string[]): Promise<void> {
   }
   const base = `http://${formatAuthority(server.address() as AddressInfo)}`;
   console.log(`recordbase listening on ${base}/ (records under ${base}/api/collections/{collection}/records)`);
+  // The drain's order (docs/deployment.md, "Rolling restarts"): the router refuses new requests and
+  // lets running ones finish while the server still answers (the load balancer sees the 503s and
+  // the health check), and only then does the server stop taking connections.
   const stop = () => {
-    server.close();
-    void router.close().then(() => process.exit(0));
+    void router.close().then(() => server.close(() => process.exit(0)));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

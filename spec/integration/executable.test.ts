@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -208,6 +208,29 @@ describe('the recordbase executable and the demo', () => {
     } finally {
       await stop(child);
     }
+  }, 90_000);
+
+  test('serve drains on SIGTERM before it stops listening: while a request still runs, health answers 503 draining (the load balancer sees it), and the process exits 0 after', async () => {
+    await writeFile(
+      join(dir, 'drain.config.js'),
+      `export default { dataDir: ${JSON.stringify(join(dir, 'data'))}, drainMs: 3000, collections: [{ name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: '', view: '', create: '' } }] };\n`,
+    );
+    const { child, url } = await startAndReadUrl([join(root, 'dist/lib/cli/main.js'), 'serve', '--config', 'drain.config.js', '--port', '0'], { cwd: dir });
+    const { hostname, port } = new URL(url);
+    // A create whose body trickles in: running when SIGTERM comes, so the drain waits for it.
+    const socket = connect(Number(port), hostname);
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.on('error', () => undefined);
+    socket.write('POST /api/collections/notes/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"text":"');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const health = await fetch(`${url}/api/health`);
+    expect(health.status).toBe(503);
+    expect(((await health.json()) as { message: string }).message).toMatch(/shutting down/);
+    expect(await exited).toBe(0);
+    socket.destroy();
   }, 90_000);
 
   test('a missing config or an unknown command says what to do and exits non-zero', async () => {
