@@ -1,4 +1,4 @@
-import { activeSpan, carriesTrace, endSpan, startChildSpan, type TelemetrySpan } from './start-span.js';
+import { activeSpan, carriesTrace, endSpan, startChildSpan, traceparentOf, type TelemetrySpan } from './start-span.js';
 import { rememberWrite } from './trace-delivery.js';
 
 /** What a statement's span says of it: its operation and its table, both read from recordbase's own SQL text (values are bindings, never in the text). */
@@ -66,4 +66,18 @@ function rememberWrittenRows(table: string, result: unknown, span: TelemetrySpan
     const id = (row as { id?: unknown } | null)?.id;
     if (typeof id === 'string') rememberWrite(table, id, span);
   }
+}
+
+const WRITE_TEXT = /^\s*(INSERT|UPDATE|DELETE|WITH)\b/i;
+
+/**
+ * The comment a traced write's text begins with, `/* traceparent='00-…' *\/ ` (the convention of
+ * OpenTelemetry's sqlcommenter), or undefined for a statement of no traced request or one that
+ * writes nothing. The realtime capture trigger reads it back from `current_query()` into the
+ * outbox, so an autocommit write (no BEGIN to carry `SET LOCAL`) links its deliveries on every
+ * instance too. The text then differs per request: the caller sends it unnamed.
+ */
+export function traceCommentOf(sql: string, span: TelemetrySpan | undefined): string | undefined {
+  if (!carriesTrace(span) || !WRITE_TEXT.test(sql)) return undefined;
+  return `/* traceparent='${traceparentOf(span)!}' */ `;
 }

@@ -9,9 +9,9 @@ import { pointsOf, registerTestTelemetry, type TestTelemetry } from '../support/
 /*
  * Issue 44, part 1: a realtime delivery is a span of its own (a root: it runs when the outbox is
  * read, not in the write's request), linked to the span of the request that wrote the change, and
- * the commit-to-delivery latency is a histogram. A write in a transaction carries its traceparent
- * into the outbox (so an instance that did not write it links too); an autocommit write is linked
- * within the process that wrote it.
+ * the commit-to-delivery latency is a histogram. A traced write carries its traceparent into the
+ * outbox (its transaction's SET LOCAL, or its statement's leading comment), so an instance that
+ * did not write it links too.
  */
 
 const collections = [{ name: 'notes', fields: [{ name: 'title', type: 'text' as const }], rules: OPEN_RULES }];
@@ -51,7 +51,7 @@ describe.each(testEngines())('realtime delivery spans on %s', (engine) => {
   it("links an autocommit create's delivery to the create's request span, and records its latency", async () => {
     const stream = await subscribe(app.baseUrl, (body) => app.http.post('/backend/api/realtime').send(body));
     telemetry.spans.reset();
-    await app.http.post('/backend/api/collections/notes/records').send({ title: 'one' }).expect(200);
+    const created = await app.http.post('/backend/api/collections/notes/records').send({ title: 'one' }).expect(200);
     await stream.next((event) => event.event === 'notes');
     const spans = await spansWhen(telemetry, (all) => all.some((span) => span.name === 'realtime deliver') && all.some((span) => span.kind === 1));
     const create = spans.find((span) => span.name === 'POST /api/collections/{collection}/records')!;
@@ -61,6 +61,9 @@ describe.each(testEngines())('realtime delivery spans on %s', (engine) => {
     expect(delivery.attributes).toEqual({ 'recordbase.collection': 'notes', 'recordbase.realtime.action': 'create' });
     expect(delivery.links.map((link) => link.context.spanId)).toEqual([create.spanContext().spanId]);
     expect(delivery.links[0]!.context.traceId).toBe(create.spanContext().traceId);
+    // One autocommit statement, no BEGIN: its traceparent reached the outbox in the statement's leading comment.
+    const [row] = await app.database.db(OUTBOX_TABLE).where({ record_id: created.body.id }).select('traceparent');
+    expect(row?.traceparent).toBe(`00-${create.spanContext().traceId}-${create.spanContext().spanId}-01`);
     const latency = pointsOf(await telemetry.collectMetrics(), 'recordbase.realtime.delivery.latency') as { value: { count: number } }[];
     expect(latency.reduce((sum, point) => sum + point.value.count, 0)).toBeGreaterThanOrEqual(1);
   });

@@ -126,8 +126,10 @@ export function realtimeTableStatements(): string[] {
     `CREATE OR REPLACE FUNCTION ${q(CAPTURE_FUNCTION)}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
 DECLARE
   snap pg_snapshot;
-  -- A traced write's transaction set it (SET LOCAL, lib/db/statements/statement-bounds.ts); missing: NULL.
-  traced text := NULLIF(current_setting('${TRACEPARENT_SESSION_SETTING}', true), '');
+  -- A traced write's transaction set it (SET LOCAL, lib/db/statements/statement-bounds.ts), or its
+  -- statement begins with it (a comment, lib/telemetry/trace-statement.ts); neither: NULL.
+  traced text := coalesce(NULLIF(current_setting('${TRACEPARENT_SESSION_SETTING}', true), ''),
+    substring(current_query() from '^/\\* traceparent=''(00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})'' \\*/'));
 BEGIN
   -- TG_ARGV[0]: the collection's id (NULL on a trigger of older code, which names none).
   IF (NOT EXISTS (SELECT 1 FROM ${q(CLIENTS_TABLE)} WHERE ${q(CLIENTS_TOPIC_KEYS_COLUMN)} && ARRAY[TG_TABLE_NAME::text, TG_ARGV[0]])

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordDateFromPostgresText } from '../../schema/record-date.js';
 import { memoizePerObject } from '../../memoize-per-object.js';
-import { traceStatement } from '../../telemetry/trace-statement.js';
+import { traceCommentOf, traceStatement } from '../../telemetry/trace-statement.js';
 import { acquireWithin, releaseWithin, sendsPreparedStatements, sendWithin, transactionBeginSql, type SentStatement } from './statement-bounds.js';
 import type { DatabaseContext } from './database-context.js';
 
@@ -73,13 +73,16 @@ export async function runStatement(db: Knex, statement: Statement, context?: Dat
  */
 function sendOn(db: Knex, connection: unknown, statement: Statement, context: DatabaseContext | undefined): Promise<StatementResult> {
   const types = recordTypes(connection);
-  const name = statement.name !== undefined && sendsPreparedStatements(db) ? statement.name : undefined;
+  // A traced write carries its traceparent in a comment, for realtime's outbox (sent unnamed: its text is the request's own).
+  const comment = traceCommentOf(statement.sql, context?.span);
+  const sql = comment === undefined ? statement.sql : comment + statement.sql;
+  const name = comment === undefined && statement.name !== undefined && sendsPreparedStatements(db) ? statement.name : undefined;
   const config: SentStatement['config'] =
     name === undefined
-      ? { text: positionBindings(statement.sql), values: statement.bindings as unknown[], types }
-      : { text: positionedNamed(name, statement.sql), values: statement.bindings as unknown[], name, types };
+      ? { text: positionBindings(sql), values: statement.bindings as unknown[], types }
+      : { text: positionedNamed(name, sql), values: statement.bindings as unknown[], name, types };
   // Its span (a child of the request's) names the operation and table, never a value.
-  return traceStatement(statement.sql, context?.span, () => sendWithin(db, connection, { sql: statement.sql, bindings: statement.bindings, config }, context) as Promise<StatementResult>);
+  return traceStatement(statement.sql, context?.span, () => sendWithin(db, connection, { sql, bindings: statement.bindings, config }, context) as Promise<StatementResult>);
 }
 
 /**
