@@ -33,7 +33,7 @@ describe('realtime schema statements', () => {
     const statements = realtimeTableStatements();
     expect(statements.filter((s) => /ALTER TABLE/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('information_schema.columns'))).toBe(true);
     expect(statements.filter((s) => /CREATE INDEX/.test(s)).every((s) => s.startsWith('DO $do$') && s.includes('to_regclass'))).toBe(true);
-    expect(statements.filter((s) => /ALTER TABLE/.test(s)).map((s) => /ADD COLUMN IF NOT EXISTS "(\w+)"/.exec(s)?.[1])).toEqual(['snapshot', 'expires_at', 'topic_keys', 'reads_other_tables']);
+    expect(statements.filter((s) => /ALTER TABLE/.test(s)).map((s) => /ADD COLUMN IF NOT EXISTS "(\w+)"/.exec(s)?.[1])).toEqual(['snapshot', 'traceparent', 'expires_at', 'topic_keys', 'reads_other_tables']);
   });
 
   test('the capture function reads whole rows through alias.* (a field may be named like the alias) and pins its search_path', () => {
