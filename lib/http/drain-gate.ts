@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { UnavailableError } from '../errors.js';
 import type { CollectionApi, RecordsApi } from '../records/records-api.js';
 import { isApiPath } from './api-fallback-routes.js';
+import { sendError } from './error-middleware.js';
 import { isHealthPath, sendHealth } from './health-check.js';
 
 /**
@@ -108,7 +109,7 @@ function refuseDuringDrain(req: Request, res: Response): void {
     sendHealth(res, error);
     return;
   }
-  res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
+  sendError(res, error);
 }
 
 /**

@@ -3,8 +3,8 @@ import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError }
 import { translateDatabaseError } from '../db/statements/translate-database-error.js';
 import type { Logger } from '../logger.js';
 
-/** Sends the one error body shape (docs/errors.md). */
-function sendError(res: Response, error: RecordbaseError): void {
+/** Sends the one error body shape (docs/errors.md); an answer that must not be logged (the drain's refusals) sends it directly. */
+export function sendError(res: Response, error: RecordbaseError): void {
   res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
 }
 
