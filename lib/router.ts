@@ -252,8 +252,9 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
 function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const { auth, logger, limits } = resolved;
   const { records } = runtime;
-  const guard = runtime.rateLimits?.guardWith(createCallerResolver({ auth, logger, sources: HEADER_ONLY }));
-  const resolveCaller = guard?.resolveCaller ?? createCallerResolver({ auth, logger, sources: HEADER_ONLY });
+  const headerCaller = createCallerResolver({ auth, logger, sources: HEADER_ONLY });
+  const guard = runtime.rateLimits?.guardWith(headerCaller);
+  const resolveCaller = guard?.resolveCaller ?? headerCaller;
   const resolveDownloadCaller = createDownloadCallerResolver({
     fileTokens: runtime.fileTokens,
     callers: { header: resolveCaller, download: createCallerResolver({ auth, logger, sources: DOWNLOAD_SOURCES }) },
