@@ -70,7 +70,9 @@ export function createDispatch(options: DispatchOptions): Dispatch {
     const span = traceRequest({ req, res }, { path: match.route.path, collection });
     setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip), span });
     const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
-    runWithSpan(span, () => runHandlers(match.route.handlers, req, res, done));
+    // Untraced (no SDK, the usual case): no closure for the active context on the way.
+    if (span === undefined) runHandlers(match.route.handlers, req, res, done);
+    else runWithSpan(span, () => runHandlers(match.route.handlers, req, res, done));
   };
 }
 
