@@ -53,12 +53,12 @@ export class RecordFiles {
 
   /** Removes files written for a write that did not commit. */
   async discard(keys: readonly string[]): Promise<void> {
-    await forEachLimited(keys, (key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove uncommitted file ${key}`, err)));
+    await forEachLimited(keys, (key) => this.storage.delete(key).catch((err: unknown) => this.logger.warn(`could not remove an uncommitted file; the sweep will`, err)));
   }
 
   /** Reports files left in place because their write's commit had an unknown outcome. */
   keepUnknown(keys: readonly string[]): void {
-    this.logger.warn(`the commit of a write failed with an unknown outcome; keeping its new files for the sweep to decide: ${keys.join(', ')}`);
+    this.logger.warn(`the commit of a write failed with an unknown outcome; keeping its ${keys.length} new file(s) for the sweep to decide`);
   }
 
   /** After a committed update: removes the files the record no longer holds, with their thumbnails. */
@@ -69,7 +69,7 @@ export class RecordFiles {
         await this.storage.delete(buildFileKey(parts));
         await this.storage.deletePrefix(buildThumbnailPrefix(parts));
       } catch (err) {
-        this.logger.warn(`could not remove replaced file ${collection.id}/${recordId}/${name}; the sweep will`, err);
+        this.logger.warn(`could not remove a replaced file of collection "${collection.name}"; the sweep will`, err);
       }
     });
   }

@@ -6,6 +6,7 @@ import type { Limits } from '../options.js';
 import { runWithSpan } from '../telemetry/start-span.js';
 import { traceRequest } from '../telemetry/trace-request.js';
 import { isApiPath, unservedPathError } from './api-fallback-routes.js';
+import { noteFailedRoute } from './error-middleware.js';
 import { setRequestDatabaseContext } from './request-database-context.js';
 import { noteRoute } from './request-log.js';
 import { runHandlers, type RouteTable } from './route-table.js';
@@ -69,7 +70,10 @@ export function createDispatch(options: DispatchOptions): Dispatch {
     const collection = match.params.collection === undefined ? undefined : options.collectionName?.(match.params.collection);
     const span = traceRequest({ req, res }, { path: match.route.path, collection });
     setRequestDatabaseContext(req, { statementTimeoutMs: limits.statementTimeoutMs, acquireTimeoutMs: limits.acquireTimeoutMs, signal: gone, client: clientKeyOfAddress(req.ip), span });
-    const done = (err: unknown) => errorMiddleware(err ?? unservedPathError(path), req, res, next);
+    const done = (err: unknown) => {
+      noteFailedRoute(req, match.route.path);
+      errorMiddleware(err ?? unservedPathError(path), req, res, next);
+    };
     // Untraced (no SDK, the usual case): no closure for the active context on the way.
     if (span === undefined) runHandlers(match.route.handlers, req, res, done);
     else runWithSpan(span, () => runHandlers(match.route.handlers, req, res, done));

@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import { BadRequestError, InternalError, PayloadTooLargeError, RecordbaseError } from '../errors.js';
 import { translateDatabaseError } from '../db/statements/translate-database-error.js';
 import type { Logger } from '../logger.js';
@@ -6,6 +6,25 @@ import type { Logger } from '../logger.js';
 /** Sends the one error body shape (docs/errors.md); an answer that must not be logged (the drain's refusals) sends it directly. */
 export function sendError(res: Response, error: RecordbaseError): void {
   res.status(error.status).json({ status: error.status, message: error.message, data: error.data });
+}
+
+/**
+ * The route template of each request that failed after dispatch matched its route, noted on the
+ * error path only (nothing per request on the way that succeeds).
+ */
+const failedRoutes = new WeakMap<Request, string>();
+
+/** Notes the route template (`/api/collections/:collection/records/:id`) `req` matched, for its error's log line. */
+export function noteFailedRoute(req: Request, route: string): void {
+  failedRoutes.set(req, route);
+}
+
+/**
+ * How a log line names a request: its method and route template, never its path or query
+ * (they carry record ids, filter text, file names and file tokens; docs/observability.md).
+ */
+export function describeRequestForLog(req: Request): string {
+  return `${req.method} ${failedRoutes.get(req) ?? '(no route)'}`;
 }
 
 /** body-parser and multer signal their failures with `type`/`code`; these are the client's fault. */
@@ -46,10 +65,10 @@ export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
     }
     let error = err instanceof RecordbaseError ? err : (fromParserError(err) ?? fromDatabaseError(err));
     if (!error) {
-      logger.error(`${req.method} ${req.originalUrl} failed`, err);
+      logger.error(`${describeRequestForLog(req)} failed`, err);
       error = new InternalError(err);
     } else if (error.status >= 500) {
-      logger.error(`${req.method} ${req.originalUrl}: ${error.message}`, error.cause ?? '');
+      logger.error(`${describeRequestForLog(req)}: ${error.message}`, error.cause ?? '');
     }
     sendError(res, error);
   };

@@ -97,7 +97,7 @@ export function createFilesRoutes(options: FilesRoutesOptions): Route[] {
     const cacheControl = definition.protected === true ? PROTECTED_CACHE : PUBLIC_CACHE;
     const download = wantsDownload(req);
     // Once headers are out, a storage failure can only cut the connection; the log says why.
-    const onBodyError = (err: unknown) => options.logger.error(`${req.method} ${req.originalUrl}: storage failed mid-download`, err);
+    const onBodyError = (err: unknown) => options.logger.error(`${req.method} a file of collection "${collection.name}": storage failed mid-download`, err);
     const mimeType = lookupContentTypeOfName(name);
     if (spec && isThumbnailable(mimeType)) {
       const sizesListed = (definition.thumbs?.length ?? 0) > 0;

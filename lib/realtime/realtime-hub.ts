@@ -446,7 +446,7 @@ export class RealtimeHub {
 
   /** Ends a client's stream for `reason` (delivery gave up on it): the SDK reconnects and resubscribes. */
   private endClient(client: LocalClient, reason: string): void {
-    this.options.logger.warn(`realtime: the stream of client ${client.id} is ended: ${reason}`);
+    this.options.logger.warn(`realtime: a client's stream is ended: ${reason}`);
     client.stream?.end();
   }
 

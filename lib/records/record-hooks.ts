@@ -124,7 +124,7 @@ export class HookRunner {
       try {
         await (hook as (e: AfterWriteEvent) => HookResult)(event);
       } catch (err) {
-        this.logger.error(`the ${name} hook of "${collection.name}" failed for record ${String(event.record.id)} (the write is committed)`, err);
+        this.logger.error(`the ${name} hook of "${collection.name}" failed (the write is committed)`, err);
       }
     }
   }

@@ -34,6 +34,9 @@ const MARKERS = {
   realtimeFilter: 'mkrtfilterqz93',
   clientAddress: '127.0.0.1',
   unknownCollection: 'mkunknownqz90',
+  /** A title a before-hook fails on (a 500) and one an after-hook fails on (logged, the write kept). */
+  failingValue: 'mkfailqz94',
+  afterFailingValue: 'mkafterqz95',
 };
 
 const collections = [
@@ -66,6 +69,17 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
       ...engineOptions(database, { collections }),
       auth: (token) => (token === MARKERS.token ? { id: MARKERS.identity } : null),
       logger,
+      // Hooks with bugs: the failures' log lines must name no record, value or path.
+      hooks: {
+        posts: {
+          beforeUpdate: ({ data }) => {
+            if (data.title === MARKERS.failingValue) throw new Error('a before-hook bug');
+          },
+          afterCreate: ({ record }) => {
+            if (record.title === MARKERS.afterFailingValue) throw new Error('an after-hook bug');
+          },
+        },
+      },
       dataDir,
       fileSweep: false,
       thumbnailWorkers: 1,
@@ -94,7 +108,7 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
   /** A request carrying every header marker. */
   const marked = (test: supertest.Test) => test.set('Authorization', `Bearer ${MARKERS.token}`).set('Cookie', `session=${MARKERS.cookie}`).set('X-Forwarded-For', MARKERS.forwardedFor);
 
-  it('sends every marker through records, files, thumbnails, a batch, realtime and a 404, and finds none in spans, metrics or log lines', async () => {
+  it('sends every marker through records, files, thumbnails, a batch, realtime, a 404 and failing hooks (a 500), and finds none in spans, metrics or log lines', async () => {
     const base = '/backend/api/collections/posts/records';
     // A realtime subscriber whose topic's filter holds a marker, so every write below is delivered (and traced) too.
     const stream: SseConnection = await openSse(`${baseUrl}/backend/api/realtime`, { Authorization: MARKERS.token, Cookie: `session=${MARKERS.cookie}`, 'X-Forwarded-For': MARKERS.forwardedFor });
@@ -125,6 +139,12 @@ describe.each(testEngines())('telemetry records nothing a client sent, on %s', (
     } finally {
       stream.close();
     }
+    // A 500 (a before-hook's bug) on a path with the record's id and a query with a filter, and an
+    // after-hook's failure: both logged (so the search below has lines to search), by route and hook.
+    await marked(http.patch(`${base}/${MARKERS.recordId}?filter=${filter}`)).send({ title: MARKERS.failingValue }).expect(500);
+    const afterFailed = await marked(http.post(base)).send({ title: MARKERS.afterFailingValue }).expect(200);
+    expect(logger.lines).toEqual(expect.arrayContaining(['PATCH /api/collections/:collection/records/:id failed', 'the afterCreate hook of "posts" failed (the write is committed)']));
+    await marked(http.delete(`${base}/${afterFailed.body.id as string}`)).expect(204);
     await marked(http.delete(`${base}/${MARKERS.recordId}`)).expect(204);
     await marked(http.get(`${base}/${MARKERS.recordId}`)).expect(404);
     // A request's span ends when its response closes, possibly just after the client read it.
