@@ -101,7 +101,7 @@ export class ChangeDelivery {
       concurrency: LANE_CONCURRENCY,
       groupOf: (client) => client.address ?? '',
       run: (client) => this.takeTurn(client),
-      onError: (client, error) => this.report(`realtime: delivery to client ${client.id} failed`, error),
+      onError: (_client, error) => this.report(`realtime: a delivery to a client failed`, error),
     });
   }
 
@@ -309,7 +309,7 @@ export class ChangeDelivery {
         this.drop(client, `its subscriptions' checks failed ${delivery.failures} times in a row (last: ${reason})`);
         return;
       }
-      this.report(`realtime: a ${head.change.action} of ${head.change.collection} was not delivered to client ${client.id}: its check failed`, error);
+      this.report(`realtime: a ${head.change.action} of ${head.change.collection} was not delivered to a client: its check failed`, error);
     } finally {
       delivery.checking = false;
     }
