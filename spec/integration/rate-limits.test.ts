@@ -13,7 +13,7 @@ import { testEngines } from '../support/test-database.js';
  * two host apps: one that trusts no proxy, one with `trust proxy` 1 (one proxy in front).
  */
 
-const NAMES = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'p'];
+const NAMES = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'p', 'q'];
 const collections = NAMES.map((name) => ({ name, fields: [{ name: 'name', type: 'text' as const }], rules: OPEN_RULES }));
 const rules: RateLimitRuleOption[] = [
   { label: 'a:list', maxRequests: 3, duration: 60 },
@@ -26,6 +26,7 @@ const rules: RateLimitRuleOption[] = [
   { label: 'g:list', maxRequests: 1, duration: 60 },
   { label: 'h:list', maxRequests: 1, duration: 60 },
   { label: '/api/collections/p/', maxRequests: 2, duration: 60 },
+  { label: 'q:list', maxRequests: 4, duration: 60 },
   { label: 'GET /api/collections/h/records/special', maxRequests: 1, duration: 60 },
 ];
 
@@ -81,6 +82,18 @@ describe.each(testEngines())('rate limits under attack on %s', (engine) => {
     expect(sent).toEqual([200, 200, 200, 429, 429]);
     // Another address at the trusted hop is another client.
     expect((await list(proxied, 'b', { 'X-Forwarded-For': '10.9.9.9, 203.0.113.51' })).status).toBe(200);
+  });
+
+  test('an honest client beside a limited one keeps its answers: the attacker\'s flood spends only its own counter', async () => {
+    const attacker = { 'X-Forwarded-For': '203.0.113.70' };
+    const honest = { 'X-Forwarded-For': '203.0.113.71' };
+    const flood = Promise.all(Array.from({ length: 40 }, () => list(proxied, 'q', attacker).then((res) => res.status)));
+    const honestStatuses = await statuses(4, () => list(proxied, 'q', honest));
+    const attackerStatuses = await flood;
+    expect(honestStatuses).toEqual([200, 200, 200, 200]);
+    expect(attackerStatuses.filter((status) => status === 200).length).toBe(4);
+    expect(attackerStatuses.filter((status) => status === 429).length).toBe(36);
+    expect((await list(proxied, 'q', honest)).status).toBe(429);
   });
 
   test('IPv6: one /64 is one client (and an IPv4-mapped address is its IPv4 one)', async () => {
