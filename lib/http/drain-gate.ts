@@ -15,29 +15,31 @@ const REFUSED_HEADER = 'Recordbase-Refused';
 const CUT_SETTLE_MS = 100;
 
 /**
- * The router's drain (docs/deployment.md, "Rolling restarts: readiness and drain"). Counts the
- * requests under `/api/` that run (realtime's streams aside: they end with the hub), with one set
- * entry and one shared `close` listener each, so that `close()` can wait for them. From the moment
+ * A running request in the drain's list. A doubly linked list rather than a `Set` of responses:
+ * a Set that takes in and lets go of a young response per request made every scavenge of the
+ * young generation slower, twice the garbage collector's time for a view request
+ * (docs/benchmarks.md, "Issue 44's cost"); an entry dies young with its request.
+ */
+interface Running {
+  readonly res: Response;
+  prev: Running | undefined;
+  next: Running | undefined;
+}
+
+/**
+ * The router's drain (docs/deployment.md, "Rolling restarts: readiness and drain"). Keeps the
+ * requests under `/api/` that run (realtime's streams aside: they end with the hub), each with
+ * one list entry and one `close` listener, so that `close()` can wait for them. From the moment
  * `refuse()` is called, every new request under `/api/` answers 503 `draining` with
  * `Connection: close` (the health check in its own shape); `drain(ms)` then waits for the running
  * ones at most `ms`, and cuts what is left by destroying its socket, which raises the request's
  * ClientGone (dispatch.ts) and so cancels its statements: a slow client cannot hold `close()`.
  */
 export class DrainGate {
-  private readonly running = new Set<Response>();
+  /** The most recent running request; undefined when none runs. */
+  private head: Running | undefined;
   private refusing = false;
   private whenIdle: (() => void) | undefined;
-  private readonly forget: (this: Response) => void;
-
-  constructor() {
-    const running = this.running;
-    const noteIdle = () => this.whenIdle?.();
-    // One listener for every request, made once: `this` is the response that closed.
-    this.forget = function (this: Response) {
-      running.delete(this);
-      if (running.size === 0) noteIdle();
-    };
-  }
 
   /** Whether `refuse()` was called: the router is closing. */
   get closing(): boolean {
@@ -56,11 +58,28 @@ export class DrainGate {
       return;
     }
     if (!isStreamRequest(req.method, path)) {
-      this.running.add(res);
-      res.on('close', this.forget);
+      const entry: Running = { res, prev: undefined, next: this.head };
+      if (this.head !== undefined) this.head.prev = entry;
+      this.head = entry;
+      res.on('close', () => this.leave(entry));
     }
     next();
   };
+
+  private leave(entry: Running): void {
+    if (entry.prev !== undefined) entry.prev.next = entry.next;
+    else if (this.head === entry) this.head = entry.next;
+    if (entry.next !== undefined) entry.next.prev = entry.prev;
+    entry.prev = entry.next = undefined;
+    if (this.head === undefined) this.whenIdle?.();
+  }
+
+  /** The responses of the requests running now. */
+  private runningResponses(): Response[] {
+    const responses: Response[] = [];
+    for (let entry = this.head; entry !== undefined; entry = entry.next) responses.push(entry.res);
+    return responses;
+  }
 
   /** From now on, new requests are refused. Synchronous: nothing new gets in once close() has begun. */
   refuse(): void {
@@ -74,10 +93,10 @@ export class DrainGate {
    */
   async drain(ms: number): Promise<void> {
     this.refuse();
-    for (const res of this.running) if (!res.headersSent) res.setHeader('Connection', 'close');
-    if (this.running.size > 0) await this.waitForIdle(ms);
-    if (this.running.size === 0) return;
-    for (const res of this.running) res.socket?.destroy();
+    for (const res of this.runningResponses()) if (!res.headersSent) res.setHeader('Connection', 'close');
+    if (this.head !== undefined) await this.waitForIdle(ms);
+    if (this.head === undefined) return;
+    for (const res of this.runningResponses()) res.socket?.destroy();
     await this.waitForIdle(CUT_SETTLE_MS);
   }
 

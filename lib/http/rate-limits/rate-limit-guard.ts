@@ -59,11 +59,9 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
   const { limiter } = options;
   const matcher = new RateLimitRuleMatcher(options.rules);
   const excluded = options.settings.excludedIps.length > 0 ? blockListOf(options.settings.excludedIps) : undefined;
-  const callers = new WeakMap<Request, Promise<Caller>>();
   const resolveCaller: CallerResolver = (req) => {
-    let caller = callers.get(req);
-    if (caller === undefined) callers.set(req, (caller = options.resolveCaller(req)));
-    return caller;
+    const kept = req as WithCaller;
+    return (kept[CALLER] ??= options.resolveCaller(req));
   };
   /** The identity the limits see: a caller whose token auth() refused counts as the guest it is until its handler answers 401. */
   const identityOf = (req: Request): Promise<Identity | null> => resolveCaller(req).then((caller) => caller.request.auth, () => null);
@@ -138,6 +136,15 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
     },
   };
 }
+
+/**
+ * Where a request keeps its caller, resolved once for the limits and the route: a symbol property
+ * of the request, as its database context is (request-database-context.ts). A WeakMap keyed by
+ * each request cost every young-generation garbage collection more (a rule that never trips
+ * tripled the collector's time on a view; docs/benchmarks.md, "Issue 44's cost").
+ */
+const CALLER = Symbol('recordbase.caller');
+type WithCaller = Request & { [CALLER]?: Promise<Caller> };
 
 /** Collections whose rule one route keeps found. */
 const MAX_CACHED = 1_000;
