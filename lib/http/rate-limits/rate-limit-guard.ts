@@ -139,9 +139,10 @@ export function createRateLimitGuard(options: { settings: RateLimitSettings; lim
 
 /**
  * Where a request keeps its caller, resolved once for the limits and the route: a symbol property
- * of the request, as its database context is (request-database-context.ts). A WeakMap keyed by
- * each request cost every young-generation garbage collection more (a rule that never trips
- * tripled the collector's time on a view; docs/benchmarks.md, "Issue 44's cost").
+ * of the request, as its database context is (request-database-context.ts). A WeakMap from each
+ * request to its caller's promise made the young generation's collections slower: a rule that
+ * never trips tripled the collector's time on a view (docs/benchmarks.md, "Issue 44's cost"). Why
+ * this one costs and the request log's WeakMap of small notes does not was measured, not explained.
  */
 const CALLER = Symbol('recordbase.caller');
 type WithCaller = Request & { [CALLER]?: Promise<Caller> };
