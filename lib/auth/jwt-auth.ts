@@ -1,4 +1,7 @@
+import type { Request } from 'express';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import type { Logger } from '../logger.js';
+import { findAuthLogger } from './auth-logger.js';
 import type { AuthFunction, Identity } from './identity.js';
 import { checkJwksUrl, type JwksCacheOptions, resolveJwksSettings } from './jwks-url.js';
 
@@ -67,8 +70,78 @@ const TOKEN_ERRORS = new Set([
   'ERR_JWK_INVALID',
 ]);
 
-function isTokenError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && TOKEN_ERRORS.has((error as { code?: unknown }).code as string);
+/** Why jwtAuth made a token's caller a guest, as its log line says (docs/auth.md). */
+export type JwtRejectReason =
+  | 'malformed'
+  | 'algorithm not allowed'
+  | 'bad signature'
+  | 'unknown key'
+  | 'expired'
+  | 'not yet valid'
+  | 'issued in the future'
+  | 'no expiry'
+  | 'wrong issuer'
+  | 'wrong audience'
+  | 'no subject';
+
+/** The reason of one of jose's TOKEN_ERRORS; only its code and the claim's name are read, never a value the token carries. */
+function classifyTokenError(error: { code: string; claim?: unknown; reason?: unknown }): JwtRejectReason {
+  switch (error.code) {
+    case 'ERR_JWT_EXPIRED':
+      return 'expired';
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return 'bad signature';
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS':
+      return 'unknown key';
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+    case 'ERR_JOSE_NOT_SUPPORTED':
+      return 'algorithm not allowed';
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      // A claim of the wrong type ("invalid") is a malformed token, whichever claim it is.
+      if (error.reason === 'invalid') return 'malformed';
+      if (error.claim === 'aud') return 'wrong audience';
+      if (error.claim === 'iss') return 'wrong issuer';
+      if (error.claim === 'nbf') return 'not yet valid';
+      if (error.claim === 'exp') return 'no expiry';
+      return 'malformed';
+    default:
+      return 'malformed';
+  }
+}
+
+function tokenErrorOf(error: unknown): { code: string; claim?: unknown; reason?: unknown } | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && TOKEN_ERRORS.has(code) ? (error as { code: string }) : undefined;
+}
+
+/**
+ * Reports each reason once per logger (the router's, found through the request), at info: a flood
+ * of bad tokens writes one line per reason, and what is remembered is bounded by the reasons, held
+ * weakly per logger. The line names the reason and what this jwtAuth expects (its own
+ * configuration), never the token or a value it carries: those are the caller's to choose.
+ */
+function createRejectionReport(expected: { issuer?: string | string[]; audience?: string | string[] | null; keySet?: boolean }) {
+  const reported = new WeakMap<Logger, Set<JwtRejectReason>>();
+  const detail = (reason: JwtRejectReason): string => {
+    if (reason === 'wrong audience' && expected.audience) return `; this app expects the audience ${JSON.stringify(expected.audience)}`;
+    if (reason === 'wrong issuer' && expected.issuer) return `; this app expects the issuer ${JSON.stringify(expected.issuer)}`;
+    if (reason === 'unknown key') return '; no key of the key set has its key id, even after the set was fetched again (at most once per jwks.cooldownMs)';
+    if (reason === 'no expiry') return '; a token must carry exp unless requireExp is false';
+    if (reason === 'algorithm not allowed') return expected.keySet ? '; a key set verifies RS256 and ES256 only' : '; a secret verifies HS256 only';
+    return '';
+  };
+  return (req: Request | undefined, reason: JwtRejectReason): null => {
+    const logger = findAuthLogger(req);
+    if (logger === undefined) return null;
+    let reasons = reported.get(logger);
+    if (reasons === undefined) reported.set(logger, (reasons = new Set()));
+    if (reasons.has(reason)) return null;
+    reasons.add(reason);
+    logger.info(`jwtAuth refused a token, so its request was served as a guest: ${reason}${detail(reason)} (each reason is logged once)`);
+    return null;
+  };
 }
 
 function checkClockTolerance(value: number | undefined): number {
@@ -108,10 +181,14 @@ function matchesSuperuser(claims: JWTPayload, options: SuperuserClaim): boolean 
  */
 function defaultMapper(options: SuperuserClaim): ClaimsMapper {
   return (claims) => {
-    if (typeof claims.sub !== 'string' || claims.sub === '') return null;
+    if (!hasSubject(claims)) return null;
     const { id: _id, superuser: _superuser, ...rest } = claims;
-    return { ...rest, id: claims.sub, superuser: matchesSuperuser(claims, options) };
+    return { ...rest, id: claims.sub as string, superuser: matchesSuperuser(claims, options) };
   };
+}
+
+function hasSubject(claims: JWTPayload): boolean {
+  return typeof claims.sub === 'string' && claims.sub !== '';
 }
 
 /**
@@ -135,11 +212,12 @@ export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFuncti
   if (options.issuer !== undefined) verifyOptions.issuer = options.issuer;
   if (options.audience !== undefined && options.audience !== null) verifyOptions.audience = options.audience;
   const mapClaims = map ?? defaultMapper(options);
-  const toIdentity: ClaimsMapper = (claims) => (isIssuedInFuture(claims, clockTolerance) ? null : mapClaims(claims));
 
   if (usesSecret) {
     const key = secretKey(options.secret);
-    return (token) => verify(() => jwtVerify(token, key, verifyOptions), toIdentity);
+    const reject = createRejectionReport({ issuer: options.issuer, audience: options.audience });
+    const toIdentity = checkClaims({ clockTolerance, mapClaims, mapsSubject: map === undefined, reject });
+    return (token, req) => verify({ run: () => jwtVerify(token, key, verifyOptions), toIdentity, reject, req });
   }
   if (typeof options.issuer !== 'string' && !Array.isArray(options.issuer)) {
     throw new TypeError('jwtAuth: issuer is required with jwksUrl');
@@ -148,7 +226,24 @@ export function jwtAuth(options: JwtAuthOptions, map?: ClaimsMapper): AuthFuncti
     throw new TypeError('jwtAuth: audience is required with jwksUrl (null only for a provider whose tokens carry none)');
   }
   const keySet = createRemoteJWKSet(checkJwksUrl(options.jwksUrl), resolveJwksSettings(options.jwks));
-  return (token) => verify(() => jwtVerify(token, keySet, verifyOptions), toIdentity);
+  const reject = createRejectionReport({ issuer: options.issuer, audience: options.audience, keySet: true });
+  const toIdentity = checkClaims({ clockTolerance, mapClaims, mapsSubject: map === undefined, reject });
+  return (token, req) => verify({ run: () => jwtVerify(token, keySet, verifyOptions), toIdentity, reject, req });
+}
+
+type Reject = ReturnType<typeof createRejectionReport>;
+type ToIdentity = (claims: JWTPayload, req: Request | undefined) => Identity | null;
+
+/**
+ * What follows jose's verification: `iat` (isIssuedInFuture), then the mapping. A missing `sub`
+ * is reported only under the default mapping; a host's `map` answering `null` is its own decision.
+ */
+function checkClaims(options: { clockTolerance: number; mapClaims: ClaimsMapper; mapsSubject: boolean; reject: Reject }): ToIdentity {
+  return (claims, req) => {
+    if (isIssuedInFuture(claims, options.clockTolerance)) return options.reject(req, 'issued in the future');
+    if (options.mapsSubject && !hasSubject(claims)) return options.reject(req, 'no subject');
+    return options.mapClaims(claims);
+  };
 }
 
 /**
@@ -160,15 +255,16 @@ function isIssuedInFuture(claims: JWTPayload, clockTolerance: number): boolean {
   return typeof claims.iat === 'number' && claims.iat > Math.floor(Date.now() / 1000) + clockTolerance;
 }
 
-async function verify(run: () => Promise<{ payload: JWTPayload }>, toIdentity: ClaimsMapper): Promise<Identity | null> {
+async function verify(options: { run: () => Promise<{ payload: JWTPayload }>; toIdentity: ToIdentity; reject: Reject; req: Request | undefined }): Promise<Identity | null> {
   let payload: JWTPayload;
   try {
-    ({ payload } = await run());
+    ({ payload } = await options.run());
   } catch (error) {
-    if (isTokenError(error)) return null;
+    const tokenError = tokenErrorOf(error);
+    if (tokenError) return options.reject(options.req, classifyTokenError(tokenError));
     throw error;
   }
-  return toIdentity(payload);
+  return options.toIdentity(payload, options.req);
 }
 
 export type { AuthFunction, Identity } from './identity.js';

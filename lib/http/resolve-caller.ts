@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { AuthFunction, Identity } from '../auth/identity.js';
+import { noteAuthLogger } from '../auth/auth-logger.js';
 import { extractToken, type TokenSources } from '../auth/extract-token.js';
 import { UnauthorizedError } from '../errors.js';
 import type { Caller } from '../records/caller.js';
@@ -70,6 +71,7 @@ export function createCallerResolver(options: { auth?: AuthFunction; logger: Log
     const token = extractToken(req, options.sources);
     let auth: Identity | null = null;
     if (token !== '' && options.auth) {
+      noteAuthLogger(req, options.logger);
       try {
         auth = checkIdentity(await options.auth(token, req));
       } catch (err) {
