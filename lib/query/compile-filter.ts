@@ -112,7 +112,7 @@ export interface TargetRuleOptions {
 function compileTargetViewRule(options: TargetRuleOptions & { target: CollectionSchema; alias: string }): SqlFragment | undefined {
   const rule = options.target.rules.view;
   if (rule === null) return rawSql('FALSE');
-  if (rule.trim() === '') return undefined;
+  if (rule === '') return undefined;
   const context: FilterContext = {
     registry: options.registry,
     collection: options.target,

@@ -12,7 +12,9 @@ export const MAX_FILTER_DEPTH = 50;
 
 /**
  * Parses a filter (or rule) into its AST. Total: any string yields an AST or a BadRequestError
- * with code `invalid_filter`, in time linear in its length. A blank filter is an empty `and`.
+ * with code `invalid_filter`, in time linear in its length. `""` is an empty `and` (no condition);
+ * text holding only whitespace or comments is refused as PocketBase refuses an empty expression:
+ * whoever wrote `// only owners` meant a condition, and matching everything would betray it.
  */
 export function parseFilter(input: string): FilterNode {
   if (typeof input !== 'string') throw createFilterError('the filter must be a string');
@@ -20,11 +22,27 @@ export function parseFilter(input: string): FilterNode {
     throw createFilterError(`too long (${input.length} characters; at most ${MAX_FILTER_LENGTH})`);
   }
   const parser = new Parser(tokenizeFilter(input));
-  if (parser.peek().kind === 'eof') return { type: 'and', items: [], pos: 0 };
+  if (parser.peek().kind === 'eof') {
+    if (input === '') return { type: 'and', items: [], pos: 0 };
+    throw createFilterError(BLANK_EXPRESSION);
+  }
   const node = parser.parseOr(0);
   const rest = parser.peek();
   if (rest.kind !== 'eof') throw createFilterError(`unexpected ${describe(rest)}`, rest.pos);
   return node;
+}
+
+/** What a filter of only whitespace or comments is told (PocketBase: "empty filter expression"). */
+const BLANK_EXPRESSION = 'empty expression (only whitespace or comments); send no filter at all to match every record';
+
+/** Whether `input` is not `""` but holds only whitespace or comments: a filter parseFilter refuses, a rule checkCollectionRules refuses. */
+export function isBlankFilter(input: string): boolean {
+  if (input === '' || input.length > MAX_FILTER_LENGTH) return false;
+  try {
+    return tokenizeFilter(input)[0]!.kind === 'eof';
+  } catch {
+    return false;
+  }
 }
 
 const cache = new LruCache<string, FilterNode>(500);

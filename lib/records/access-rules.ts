@@ -2,7 +2,7 @@ import { BadRequestError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/compile-filter.js';
-import { parseFilterCached } from '../query/filter-parser.js';
+import { isBlankFilter, parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
 import { joinSql, sql, type SqlFragment } from '../sql-fragment.js';
@@ -44,7 +44,8 @@ export function compileRule(options: RuleOptions): RuleDecision {
   if (isSuperuser(caller)) return [];
   const rule = collection.rules[action];
   if (rule === null) return 'denied';
-  if (rule.trim() === '') return [];
+  // Only "" lets anyone: whitespace or a comment alone is refused by checkCollectionRules, and would be a 400 here.
+  if (rule === '') return [];
   return [
     compileStaticOnce(collection, 'rule', rule, () => {
       const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
@@ -101,7 +102,7 @@ export function isStaticFilter(node: FilterNode, collection: CollectionSchema): 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */
 export function compileUserFilter(options: { registry: SchemaRegistry; collection: CollectionSchema; filter: string | undefined; caller: Caller }): SqlFragment[] {
   const { filter, caller } = options;
-  if (filter === undefined || filter.trim() === '') return [];
+  if (filter === undefined || filter === '') return [];
   const mode = isSuperuser(caller) ? 'superuser' : 'user';
   return [
     compileStaticOnce(options.collection, mode, filter, () =>
@@ -151,7 +152,12 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
     const actions = new Set<RuleAction>();
     for (const action of ACTIONS) {
       const rule = collection.rules[action];
-      if (rule === null || rule.trim() === '') continue;
+      if (rule === null || rule === '') continue;
+      if (isBlankFilter(rule)) {
+        throw new SchemaError(
+          `collection "${collection.name}": rule "${action}" holds only whitespace or comments, which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers`,
+        );
+      }
       try {
         const node = parseFilterCached(rule);
         compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: sample, mode: 'rule' });

@@ -32,8 +32,9 @@ describe('// comments', () => {
     expect(tokenizeFilter("title = 'a // b'")[2]!.value).toBe('a // b');
   });
 
-  test('a filter that is only a comment reads as an empty one (as in PocketBase, a rule of only comments lets everyone in)', () => {
-    expect(compileFilter('// nothing', asRule())).toEqual(compileFilter('', asRule()));
+  test('a filter or rule that is only a comment is refused, as PocketBase refuses an empty expression (it never lets everyone in)', () => {
+    expect(() => compileFilter('// nothing', asRule())).toThrow(/Invalid filter: empty expression \(only whitespace or comments\)/);
+    expect(() => compileFilter('// nothing', postsContext())).toThrow(/Invalid filter: empty expression/);
   });
 });
 

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import knex from 'knex';
+import PocketBase, { ClientResponseError } from 'pocketbase';
+import { createRecordsRouter, SchemaError, type CollectionDefinition } from '../../lib/index.js';
+import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
+import { testEngines, testKnexLog } from '../support/test-database.js';
+import { ROOT } from '../support/query-fixtures.js';
+
+/**
+ * Issue 45, parity: PocketBase refuses an expression of only whitespace or comments ("empty filter
+ * expression"); a filter of them is a 400, not every record, and a rule of them stops the start
+ * (PocketBase refuses to save it), since `// only owners` left alone would let everyone in.
+ */
+
+const api = (path: string) => `/backend/api/collections/${path}`;
+const collections: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'text', type: 'text' }], rules: { list: '', view: '', create: '', update: '', delete: '' } }];
+const BLANKS = ['// note', '   ', '\n// one\n  // two\n', '\t', '//'];
+
+describe.each(testEngines())('a filter of only whitespace or comments (%s)', (engine) => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp(engine, { collections });
+    await app.router.api.collection('notes').create({ text: 'kept' }, { as: 'superuser' });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  test.each(BLANKS)('%j answers 400 invalid_filter in the one error body, for a guest and a superuser', async (filter) => {
+    for (const headers of [{}, ROOT]) {
+      const res = await app.http.get(api('notes/records')).query({ filter }).set(headers);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ status: 400, message: 'Invalid filter: empty expression (only whitespace or comments); send no filter at all to match every record.', data: {} });
+    }
+  });
+
+  test('no filter, or the empty string, still matches every record; a comment beside a condition is still a comment', async () => {
+    for (const query of [{}, { filter: '' }, { filter: "text = 'kept' // the one" }]) {
+      const res = await app.http.get(api('notes/records')).query(query);
+      expect(res.status).toBe(200);
+      expect(res.body.totalItems).toBe(1);
+    }
+  });
+
+  test('a bulk delete with a comment for a filter deletes nothing', async () => {
+    const res = await app.http.delete(api('notes/records')).query({ filter: '// everything' }).set(ROOT);
+    expect(res.status).toBe(400);
+    expect((await app.http.get(api('notes/records'))).body.totalItems).toBe(1);
+  });
+
+  test('through the SDK: getList with a comment-only filter rejects with 400', async () => {
+    const pb = new PocketBase(`${app.baseUrl}/backend`);
+    const err = await pb.collection('notes').getList(1, 10, { filter: '// note' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ClientResponseError);
+    expect((err as ClientResponseError).status).toBe(400);
+    expect((err as ClientResponseError).response.message).toMatch(/empty expression/);
+    expect((await pb.collection('notes').getList(1, 10, { filter: '' })).totalItems).toBe(1);
+  });
+});
+
+describe('a rule of only whitespace or comments stops the start', () => {
+  async function creationError(rules: Record<string, string | null>): Promise<unknown> {
+    const database = knex({ client: 'pg', connection: 'postgres://127.0.0.1:1/never', log: testKnexLog });
+    try {
+      const router = createRecordsRouter({ collections: [{ name: 'posts', fields: [{ name: 'title', type: 'text' }], rules }], database, logger: createMemoryLogger(), fileSweep: false });
+      await router.close();
+      return undefined;
+    } catch (err) {
+      return err;
+    } finally {
+      await database.destroy();
+    }
+  }
+
+  test.each([
+    ['list', '// only owners, TODO'],
+    ['view', '  '],
+    ['create', '\n// a\n'],
+    ['update', '\t'],
+    ['delete', '//'],
+  ])('rule "%s" of %j is a SchemaError that says what to write instead', async (action, rule) => {
+    const err = await creationError({ [action]: rule });
+    expect(err).toBeInstanceOf(SchemaError);
+    expect((err as Error).message).toBe(
+      `collection "posts": rule "${action}" holds only whitespace or comments, which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers`,
+    );
+  });
+
+  test('"" and null, and a condition with a comment, still start', async () => {
+    expect(await creationError({ list: '', view: null, create: "title != '' // not blank" })).toBeUndefined();
+  });
+});
