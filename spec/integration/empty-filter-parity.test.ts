@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import knex from 'knex';
 import PocketBase, { ClientResponseError } from 'pocketbase';
-import { createRecordsRouter, SchemaError, type CollectionDefinition } from '../../lib/index.js';
-import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
-import { testEngines, testKnexLog } from '../support/test-database.js';
+import type { CollectionDefinition } from '../../lib/index.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { testEngines } from '../support/test-database.js';
 import { ROOT } from '../support/query-fixtures.js';
 
 /**
  * Issue 45, parity: PocketBase refuses an expression of only whitespace or comments ("empty filter
- * expression"); a filter of them is a 400, not every record, and a rule of them stops the start
- * (PocketBase refuses to save it), since `// only owners` left alone would let everyone in.
+ * expression"); a filter of them is a 400, not every record. A rule of them stops the start
+ * (spec/integration/rule-integrity.test.ts), since `// only owners` would let everyone in.
  */
 
 const api = (path: string) => `/backend/api/collections/${path}`;
@@ -57,38 +56,5 @@ describe.each(testEngines())('a filter of only whitespace or comments (%s)', (en
     expect((err as ClientResponseError).status).toBe(400);
     expect((err as ClientResponseError).response.message).toMatch(/empty expression/);
     expect((await pb.collection('notes').getList(1, 10, { filter: '' })).totalItems).toBe(1);
-  });
-});
-
-describe('a rule of only whitespace or comments stops the start', () => {
-  async function creationError(rules: Record<string, string | null>): Promise<unknown> {
-    const database = knex({ client: 'pg', connection: 'postgres://127.0.0.1:1/never', log: testKnexLog });
-    try {
-      const router = createRecordsRouter({ collections: [{ name: 'posts', fields: [{ name: 'title', type: 'text' }], rules }], database, logger: createMemoryLogger(), fileSweep: false });
-      await router.close();
-      return undefined;
-    } catch (err) {
-      return err;
-    } finally {
-      await database.destroy();
-    }
-  }
-
-  test.each([
-    ['list', '// only owners, TODO'],
-    ['view', '  '],
-    ['create', '\n// a\n'],
-    ['update', '\t'],
-    ['delete', '//'],
-  ])('rule "%s" of %j is a SchemaError that says what to write instead', async (action, rule) => {
-    const err = await creationError({ [action]: rule });
-    expect(err).toBeInstanceOf(SchemaError);
-    expect((err as Error).message).toBe(
-      `collection "posts": rule "${action}" holds only whitespace or comments, which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers`,
-    );
-  });
-
-  test('"" and null, and a condition with a comment, still start', async () => {
-    expect(await creationError({ list: '', view: null, create: "title != '' // not blank" })).toBeUndefined();
   });
 });

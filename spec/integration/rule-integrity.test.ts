@@ -302,10 +302,18 @@ describe('rule and definition mistakes stop the start', () => {
     ['a syntax error', { view: 'title = ' }, /collection "posts": rule "view" is invalid: .* at position \d+/],
     ['a misspelt @request.body field', { update: '@request.body.titel:isset = false' }, /collection "posts": rule "update" is invalid: unknown field "titel" in "@request.body.titel"/],
     ['an unknown @request area', { create: '@request.user.id != ""' }, /rule "create" is invalid: unknown identifier "@request.user.id"/],
+    // Issue 45: PocketBase refuses to save an empty expression; left alone, `// TODO` would let everyone in.
+    ['only a comment', { list: '// only owners, TODO' }, /^collection "posts": rule "list" holds only whitespace or comments, which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers$/],
+    ['only whitespace', { view: '  ' }, /^collection "posts": rule "view" holds only whitespace or comments/],
+    ['comments on several lines', { delete: '\n// a\n  // b\n' }, /^collection "posts": rule "delete" holds only whitespace or comments/],
   ])('a rule with %s is a SchemaError naming collection, rule and position', async (_label, rules, message) => {
     const err = await creationError(base(rules));
     expect(err).toBeInstanceOf(SchemaError);
     expect((err as Error).message).toMatch(message);
+  });
+
+  test('"" and null rules, and a condition followed by a comment, start', async () => {
+    expect(await creationError(base({ list: '', view: null, create: "title != '' // not blank" }))).toBeUndefined();
   });
 
   test.each([
