@@ -27,7 +27,7 @@ export interface StagedUploads {
 function resolveTarget(collection: CollectionSchema, partName: string): { field: FileFieldSchema; operation: UploadOperation } | undefined {
   const { name, kind } = parseModifierKey(partName);
   const field = collection.field(name);
-  if (field?.type !== 'file' || kind === 'remove') return undefined;
+  if (field?.type !== 'file' || kind === 'remove' || kind === 'autogenerate') return undefined;
   return { field, operation: kind };
 }
 

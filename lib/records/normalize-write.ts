@@ -5,6 +5,7 @@ import { coerceStringList, type CoerceResult } from '../schema/coerce-value.js';
 import { acceptsOperation, classifyModifiers, MODIFIER_ORDER, type FieldOperationKind } from '../schema/field-modifiers.js';
 import { coerceFieldValue, fieldTypeOf, type DeclaredFieldSchema } from '../schema/field-types.js';
 import { coerceNumberOperand, NOT_A_NUMBER } from '../schema/fields/number.js';
+import { autogenerateText } from '../schema/fields/text.js';
 import { emptyValueOf } from '../schema/storage-kinds.js';
 import type { FieldWrite, WriteOperations } from './field-operations.js';
 
@@ -78,6 +79,12 @@ function applyFieldWrite(write: FieldWrite, options: { previous: unknown; source
     const names = [...new Set([...resent, ...namesOf(setUploads)])];
     if (!field.multiple && names.length > 1) return tooMany(field);
     value = field.multiple ? names : (names[0] ?? '');
+  }
+  if (write.sent.has('autogenerate')) {
+    // Generated here, once per write, so the rules' `@request.body` sees the value that is stored.
+    const prefix = coerceFieldValue(field, write.sent.get('autogenerate'), options.source);
+    if (!prefix.ok) return prefix;
+    value = autogenerateText(field, prefix.value as string);
   }
   if (MODIFIER_ORDER.some((kind) => write.sent.has(kind) || write.uploads.has(kind as Exclude<FieldOperationKind, 'remove'>))) {
     return applyModifiers(write, value);

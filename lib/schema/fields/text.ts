@@ -77,6 +77,17 @@ function checkAutogenerate(def: TextFieldDefinition, where: string): void {
   }
 }
 
+/**
+ * PocketBase's `name:autogenerate` modifier, on create and update alike: the prefix sent (already
+ * read as text) followed by a value generated from the field's autogeneratePattern; without a
+ * pattern, the prefix alone. The result is then validated like any value (max, pattern), so a
+ * prefix that makes it too long is the field's 422.
+ */
+export function autogenerateText(field: { readonly definition: unknown }, prefix: string): string {
+  const def = field.definition as TextFieldDefinition;
+  return def.autogeneratePattern === undefined ? prefix : prefix + generatorOf(def).generate();
+}
+
 /** What a body may send: a non-empty value within the bounds, or also `""` when the field is not required. */
 function describeInput(def: TextFieldDefinition, required: boolean): JsonSchema {
   const input: JsonSchema = { type: 'string' };

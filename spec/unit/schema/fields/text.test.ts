@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { declareAsWritten, testRefusedSettings } from './declare-field.js';
+import { autogenerateText } from '../../../../lib/schema/fields/text.js';
+import { declareAsWritten, declareField, testRefusedSettings } from './declare-field.js';
 
 describe('the text field type', () => {
   testRefusedSettings([
@@ -15,5 +16,12 @@ describe('the text field type', () => {
   test("PocketBase's spellings of an unset option are accepted and read as unset; the user's object is left as written", () => {
     const title = { name: 'title', type: 'text', min: 0, max: 0, pattern: '', autogeneratePattern: '', primaryKey: false, help: '', presentable: false, hidden: false, required: false, system: false, id: 'text1' };
     expect(declareAsWritten(title).definition).toEqual({ name: 'title', type: 'text', primaryKey: false, help: '', presentable: false, hidden: false, required: false, system: false, id: 'text1' });
+  });
+
+  test('the :autogenerate modifier: the prefix and a generated value; the prefix alone without a pattern (PocketBase: "" is unset too)', () => {
+    expect(autogenerateText(declareField({ type: 'text', autogeneratePattern: '[0-9]{4}' }), 'inv-')).toMatch(/^inv-[0-9]{4}$/);
+    expect(autogenerateText(declareField({ type: 'text', autogeneratePattern: '[0-9]{4}' }), '')).toMatch(/^[0-9]{4}$/);
+    expect(autogenerateText(declareField({ type: 'text' }), 'inv-')).toBe('inv-');
+    expect(autogenerateText(declareField({ type: 'text', autogeneratePattern: '' }), 'inv-')).toBe('inv-');
   });
 });
