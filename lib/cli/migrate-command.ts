@@ -3,10 +3,9 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/engine/open-embedded-database.js';
 import { realtimeSchema } from '../db/realtime/realtime-schema.js';
-import { planDatabaseSync, planSchemaSync, syncDatabaseSchema } from '../db/schema/sync-database-schema.js';
-import { SchemaError } from '../errors.js';
+import { planDatabaseSync, planSchemaSync, readDatabaseState, syncDatabaseSchema } from '../db/schema/sync-database-schema.js';
 import { loadMigrations, migrationNameOf, type LoadedMigration } from '../migrations/load-migrations.js';
-import { applyPendingMigrations, describeMigrations, revertLastMigration, type MigrationStatus } from '../migrations/run-migrations.js';
+import { applyPendingMigrations, describeMigrations, previewPendingMigrations, revertLastMigration, type MigrationStatus } from '../migrations/run-migrations.js';
 import type { MigrationServices } from '../migrations/transaction-records.js';
 import type { ResolvedOptions } from '../options.js';
 import { emptyDatabaseState, type MigrationPlan } from '../schema/plan-migration.js';
@@ -55,8 +54,9 @@ function printPlan(plan: MigrationPlan, applied: boolean): void {
 
 /**
  * `recordbase migrate [--dry-run]`: the pending migrations, then the schema sync, as a start of
- * the app would run them. A dry run changes nothing: it lists the pending migrations and prints
- * the sync's DDL against the database as it is (pending migrations may change that plan).
+ * the app would run them. A dry run changes nothing: it runs the pending migrations in a
+ * transaction it rolls back, and prints the sync's DDL against the database they leave (with the
+ * embedded database not made yet, it lists them and plans against an empty database).
  */
 export async function migrateUp(input: MigrateInput, dryRun: boolean): Promise<void> {
   const { options, compiled } = input.config;
@@ -77,15 +77,16 @@ export async function migrateUp(input: MigrateInput, dryRun: boolean): Promise<v
   }
   await withDatabase(options, async (db) => {
     const pending = (await describeMigrations(db, migrations)).filter((m) => m.appliedAt === undefined);
-    if (pending.length > 0) console.log(`-- pending migrations: ${pending.map((m) => m.name).join(', ')}`);
-    let plan: MigrationPlan;
-    try {
-      plan = await planDatabaseSync(db, collections);
-    } catch (err) {
-      if (!(err instanceof SchemaError) || pending.length === 0) throw err;
-      console.log(`-- the schema sync cannot be planned before the pending migrations run:\n${err.message.replace(/^/gm, '--   ')}`);
+    if (pending.length === 0) {
+      printPlan(await planDatabaseSync(db, collections), false);
       return;
     }
+    console.log(`-- pending migrations: ${pending.map((m) => m.name).join(', ')} (run in a transaction rolled back: the plan below is the sync after them)`);
+    const plan = await previewPendingMigrations(db, {
+      migrations,
+      services: servicesOf(input.config),
+      inspect: async (trx) => planSchemaSync(collections, await readDatabaseState(trx, collections.map((c) => c.table))),
+    });
     printPlan(plan, false);
   });
 }

@@ -4,9 +4,21 @@
  * check only, so that lib/options.ts can name them without loading the runner.
  */
 import type { CollectionApi } from '../records/records-api.js';
+import type { FieldDefinition, FieldType } from '../schema/definitions.js';
+
+/** A field's definition without its name: a type and its settings (`{ type: 'select', values: ['a', 'b'] }`). */
+export type FieldTypeDefinition = FieldDefinition extends infer D ? (D extends { name: string } ? Omit<D, 'name'> : never) : never;
 
 /** Options of `m.changeFieldType`. */
 export interface ChangeFieldTypeOptions {
+  /**
+   * The type to convert to: a type's name (`'number'`), or a definition without its name where the
+   * type needs settings (`{ type: 'select', values: ['a', 'b'] }`). Absent: the type the field is
+   * declared with now. A `down` must say it: the declarations are the newer release's, not the
+   * ones the `down` returns to. Where the column is already of that type's kind (your `m.sql`
+   * changed it), nothing is converted: the values are checked and the type is recorded.
+   */
+  to?: FieldType | FieldTypeDefinition;
   /**
    * The column's new value, an SQL expression over the row's columns (`"priority"::text`,
    * `CASE WHEN "done" THEN 1 ELSE 0 END`). Absent: recordbase's own conversion between the two
@@ -39,13 +51,26 @@ export interface MigrationContext {
   renameCollection(from: string, to: string): Promise<void>;
   /** Renames a field's column; its values and indexes follow. */
   renameField(collection: string, from: string, to: string): Promise<void>;
-  /** Converts a field's column to the type the field is now declared with; every value is then checked as that type checks a write. */
+  /**
+   * Converts a field's column to the type `to` names, or in an `up` without it to the type the
+   * field is now declared with; every value is then checked as that type checks a write, and the
+   * type is recorded.
+   */
   changeFieldType(collection: string, field: string, options?: ChangeFieldTypeOptions): Promise<ChangeFieldTypeReport>;
-  /** Drops a field's column and its values. The field must no longer be declared. */
+  /**
+   * Adds a field's column (empty in every record) as `field` defines it, and records it: what
+   * undoes `dropField` in a `down` (its values stay gone). The column must not exist.
+   */
+  addField(collection: string, field: FieldDefinition): Promise<void>;
+  /** Drops a field's column and its values. In an `up`, the field must no longer be declared. */
   dropField(collection: string, field: string): Promise<void>;
-  /** Drops a collection's table and its records (its stored files stay). The collection must no longer be declared. */
+  /** Drops a collection's table and its records (its stored files stay). In an `up`, the collection must no longer be declared. */
   dropCollection(name: string): Promise<void>;
-  /** Runs your own SQL (values as `?` bindings) and answers its rows. */
+  /**
+   * Runs your own SQL (values as `?` bindings) and answers its rows. Afterwards the record of
+   * collections and fields forgets what it dropped; a column whose type it changed is recorded
+   * with `changeFieldType(collection, field, { to })`, which then converts nothing.
+   */
   sql(text: string, bindings?: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /**
    * The server API on one collection as declared now, as a superuser unless a call says `as`
@@ -59,7 +84,11 @@ export interface MigrationContext {
 export interface MigrationModule {
   /** Its changes; what it resolves with is ignored (so `(m) => m.changeFieldType(...)` is one). */
   up(m: MigrationContext): Promise<unknown> | void;
-  /** Undoes `up` (`recordbase migrate down`). */
+  /**
+   * Undoes `up` (`recordbase migrate down`), with helpers that name their target (`changeFieldType`'s
+   * `to`, `addField`); the result is checked against the schema as `up` found it, and a `down` that
+   * would leave a schema the release before cannot start on fails, nothing of it applied.
+   */
   down?(m: MigrationContext): Promise<unknown> | void;
 }
 

@@ -1,12 +1,22 @@
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q } from '../sql-fragment.js';
 import { shortenIdentifier, type CollectionSchema, type FieldSchema } from './collection-schema.js';
+import { storageKindOfType } from './storage-conversions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
 /** What a collection looked like when it was last synced (stored in META_TABLE). */
 export interface AppliedCollection {
   id: string;
   fields: { name: string; type: string; multiple: boolean }[];
+}
+
+/**
+ * The bookkeeping as an applied migration's `up` found it (recorded with the migration): what
+ * the release before that migration had synced.
+ */
+export interface SchemaBeforeMigration {
+  readonly migration: string;
+  readonly applied: ReadonlyMap<string, AppliedCollection>;
 }
 
 /** What the database holds now, as read by readDatabaseState (lib/db/schema/sync-database-schema.ts). */
@@ -21,6 +31,12 @@ export interface DatabaseState {
   applied: Map<string, AppliedCollection>;
   metaTableExists: boolean;
   settingsTableExists: boolean;
+  /**
+   * The schema before each applied migration that recorded it, newest first: a declared field
+   * of the type it had before a migration changed it tells that this code is older than the
+   * database, and the refusal says so.
+   */
+  before?: readonly SchemaBeforeMigration[];
 }
 
 /**
@@ -109,7 +125,31 @@ interface Refusal {
   readonly message: string;
 }
 
-function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): Refusal[] {
+/** A recorded field's type as messages write it. */
+function describeType(field: { type: string; multiple: boolean }): string {
+  return `${field.type}${field.multiple ? ' (multiple)' : ''}`;
+}
+
+/**
+ * The refusal of a declared field the database holds as another type, when the database held
+ * it as declared before an applied migration: this code is older than the database (a rollback
+ * of the code alone), and the way out is the newer code or that migration's `down`.
+ */
+function describeOlderCode(c: CollectionSchema, field: FieldSchema, state: DatabaseState): Refusal | undefined {
+  const migration = state.before?.find((earlier) => {
+    const was = earlier.applied.get(c.name)?.fields.find((f) => f.name === field.name);
+    return was !== undefined && was.type === field.type && was.multiple === field.multiple;
+  })?.migration;
+  if (migration === undefined) return undefined;
+  return {
+    field: field.name,
+    message:
+      `collection "${c.name}", field "${field.name}": this code declares it ${describeType(field)}, as the database held it before migration "${migration}" changed it: ` +
+      `this code is older than the database. Deploy the newer release's code, or revert "${migration}" first with \`recordbase migrate down\`, run with a migrations folder that holds it (docs/collections.md, Rolling back a migration)`,
+  };
+}
+
+function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection, state: DatabaseState): Refusal[] {
   if (before.id !== c.id) {
     return [{ message: `collection "${c.name}": its id changed from "${before.id}" to "${c.id}"; file keys use the id, so recordbase refuses to change it` }];
   }
@@ -118,9 +158,9 @@ function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): Re
     const now = c.field(old.name);
     if (!now) continue; // not declared here: a newer release's field, left alone
     if (now.type !== old.type || now.multiple !== old.multiple) {
-      const was = `${old.type}${old.multiple ? ' (multiple)' : ''}`;
-      const is = `${now.type}${now.multiple ? ' (multiple)' : ''}`;
-      problems.push({ field: old.name, message: `collection "${c.name}", field "${old.name}": type change from ${was} to ${is} cannot be applied safely; change it in ${MIGRATION_HINT}` });
+      problems.push(
+        describeOlderCode(c, now, state) ?? { field: old.name, message: `collection "${c.name}", field "${old.name}": type change from ${describeType(old)} to ${describeType(now)} cannot be applied safely; change it in ${MIGRATION_HINT}` },
+      );
     }
   }
   return problems;
@@ -131,7 +171,7 @@ function checkAgainstApplied(c: CollectionSchema, before: AppliedCollection): Re
  * than the field's storage kind is refused; a column no field declares is named in `undeclared`
  * and otherwise left alone.
  */
-function planTable(c: CollectionSchema, columns: Map<string, string> | undefined, found: { problems: Refusal[]; undeclared: UndeclaredObjects }): string[] {
+function planTable(c: CollectionSchema, columns: Map<string, string> | undefined, found: { problems: Refusal[]; undeclared: UndeclaredObjects; state: DatabaseState }): string[] {
   const t = q(c.table);
   if (!columns) {
     return [`CREATE TABLE ${t} (${c.fields.map((f) => `${q(f.column)} ${columnDefinition(f)}`).join(', ')})`];
@@ -142,7 +182,7 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
     if (existing === undefined) {
       statements.push(`ALTER TABLE ${t} ADD COLUMN ${q(f.column)} ${columnDefinition(f)}`);
     } else if (existing !== STORAGE_KINDS[f.storage].dataType) {
-      found.problems.push({
+      found.problems.push(describeOlderCode(c, f, found.state) ?? {
         field: f.name,
         message: `collection "${c.name}", field "${f.name}": the column is ${existing} but the field needs ${STORAGE_KINDS[f.storage].dataType}; change its type in ${MIGRATION_HINT}, or declare the field as the column is`,
       });
@@ -187,9 +227,9 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
       continue;
     }
     const before = state.applied.get(c.name);
-    const refused = before ? checkAgainstApplied(c, before) : [];
+    const refused = before ? checkAgainstApplied(c, before, state) : [];
     const columns = state.tables.get(c.table);
-    statements.push(...planTable(c, columns, { problems: refused, undeclared }));
+    statements.push(...planTable(c, columns, { problems: refused, undeclared, state }));
     // A type change shows in the bookkeeping and in the column: say it once per field.
     const reported = new Set<string>();
     for (const refusal of refused) {
@@ -227,4 +267,56 @@ export function describeUndeclared(undeclared: UndeclaredObjects): string | unde
   if (names.length === 0) return undefined;
   const listed = names.length > MAX_NAMED_UNDECLARED ? [...names.slice(0, MAX_NAMED_UNDECLARED), `and ${names.length - MAX_NAMED_UNDECLARED} more`] : names;
   return `schema: left alone, as no collection or field here declares them (a newer release's, or a removed field's not yet dropped): ${listed.join(', ')}`;
+}
+
+/**
+ * What would stop a release from starting on the database `state` describes, where `before` is
+ * the bookkeeping that release had synced (recorded when the migration now reverted ran its
+ * `up`; undefined for a migration applied before recordbase recorded it): `recordbase migrate
+ * down`'s check of its result. Whatever `before` is, a recorded field whose column is of another
+ * kind than its recorded type is refused by any release (the bookkeeping says one type and the
+ * column another: SQL changed the column and nothing recorded it). Against `before`, as the
+ * planner would refuse that release's declarations: a field recorded or stored as another type,
+ * a collection recorded with another id. A field or collection that is gone is no refusal: the
+ * release adds it again, empty. Pure; one message per field.
+ */
+export function findRollbackProblems(before: ReadonlyMap<string, AppliedCollection> | undefined, state: DatabaseState): string[] {
+  const problems = new Map<string, string>();
+  const report = (collection: string, field: string, message: string) => {
+    const key = `${collection}\u0000${field}`;
+    if (!problems.has(key)) problems.set(key, `collection "${collection}"${field === '' ? '' : `, field "${field}"`}: ${message}`);
+  };
+  const dataTypeOf = (field: { type: string; multiple: boolean }) => {
+    const kind = storageKindOfType(field.type, field.multiple);
+    return kind === undefined ? undefined : STORAGE_KINDS[kind].dataType;
+  };
+  for (const [name, applied] of state.applied) {
+    const columns = state.tables.get(name);
+    for (const field of applied.fields) {
+      const column = columns?.get(field.name);
+      const needs = dataTypeOf(field);
+      if (column === undefined || needs === undefined || column === needs) continue;
+      report(
+        name,
+        field.name,
+        `recorded as ${describeType(field)} (a ${needs} column), but its column is ${column}; after SQL that changes a column's type, record the field's type with m.changeFieldType("${name}", "${field.name}", { to: '<type>' }) (it converts nothing when the column is already of that type)`,
+      );
+    }
+  }
+  for (const [name, was] of before ?? []) {
+    const now = state.applied.get(name);
+    const columns = state.tables.get(name);
+    if (now !== undefined && now.id !== was.id) report(name, '', `recorded with the id "${now.id}", but the release before had "${was.id}"`);
+    for (const field of was.fields) {
+      const recorded = now?.fields.find((f) => f.name === field.name);
+      const column = columns?.get(field.name);
+      const needs = dataTypeOf(field);
+      if (recorded !== undefined && (recorded.type !== field.type || recorded.multiple !== field.multiple)) {
+        report(name, field.name, `the release before has it as ${describeType(field)}, but it is ${describeType(recorded)}; convert it back in the down: m.changeFieldType("${name}", "${field.name}", { to: '${field.type}' })`);
+      } else if (column !== undefined && needs !== undefined && column !== needs) {
+        report(name, field.name, `the release before has it as ${describeType(field)} (a ${needs} column), but its column is ${column}; convert it back in the down: m.changeFieldType("${name}", "${field.name}", { to: '${field.type}' })`);
+      }
+    }
+  }
+  return [...problems.values()];
 }

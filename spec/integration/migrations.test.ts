@@ -1,14 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import express from 'express';
-import supertest from 'supertest';
-import { createAppServer, createRecordsRouter, type CollectionDefinition, type FieldDefinition, type Migration, type RecordsRouter } from '../../lib/index.js';
-import type { RecordsRouterOptions } from '../../lib/options.js';
+import type { CollectionDefinition, FieldDefinition, Migration } from '../../lib/index.js';
 import { META_TABLE, MIGRATIONS_TABLE } from '../../lib/db/shared-names.js';
 import { listFilesUnder, makePng } from '../support/file-fixtures.js';
-import { createMemoryLogger, TEST_FILE_TOKEN_SECRET } from '../support/test-app.js';
+import { columnsOf, startRelease as start } from '../support/release-app.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
 
 /**
@@ -81,37 +77,6 @@ const toReleaseTwo: Migration = {
     for (const memo of await memos.getFullList({ sort: 'title' })) await memos.update(memo.id, { slug: String(memo.title).toLowerCase().replace(/ /g, '-') });
   },
 };
-
-interface Started {
-  readonly router: RecordsRouter;
-  readonly http: supertest.Agent;
-  readonly logger: ReturnType<typeof createMemoryLogger>;
-  close(): Promise<void>;
-}
-
-/** A router of one release on the shared database and data folder, behind a listening server. */
-async function start(db: TestDatabase, dataDir: string, options: Omit<RecordsRouterOptions, 'database' | 'dataDir'>): Promise<Started> {
-  const logger = createMemoryLogger();
-  const router = createRecordsRouter({ logger, fileSweep: false, fileTokenSecret: TEST_FILE_TOKEN_SECRET, thumbnailWorkers: 1, ...options, dataDir, database: db.db });
-  const app = express();
-  app.use('/backend', router);
-  const server = createAppServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    router,
-    logger,
-    http: supertest.agent(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-    async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await router.close();
-    },
-  };
-}
-
-async function columnsOf(db: TestDatabase, table: string): Promise<Record<string, string>> {
-  const rows: { column_name: string; data_type: string }[] = await db.db.select('column_name', 'data_type').from('information_schema.columns').whereRaw('table_schema = current_schema()').where({ table_name: table });
-  return Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
-}
 
 async function indexesOf(db: TestDatabase, table: string): Promise<string[]> {
   const rows: { indexname: string }[] = await db.db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()').where({ tablename: table });

@@ -51,6 +51,19 @@ export async function updateAppliedFields(
   if (applied !== undefined) await writeAppliedCollection(trx, collection, { id: applied.id, fields: change(applied.fields) });
 }
 
+/**
+ * Records one field of `collection` (where the collection is recorded): replaces the record of
+ * the field of that name, or adds it. What `changeFieldType` and `addField` leave behind.
+ */
+export async function recordAppliedField(trx: StatementRunner, collection: string, field: AppliedCollection['fields'][number]): Promise<void> {
+  await updateAppliedFields(trx, collection, (fields) => (fields.some((f) => f.name === field.name) ? fields.map((f) => (f.name === field.name ? field : f)) : [...fields, field]));
+}
+
+/** Adds a column of storage kind `kind`, with the kind's default (as the schema sync adds one): every record holds the empty value. */
+export async function addCollectionColumn(trx: StatementRunner, options: { table: string; column: string; kind: StorageKind }): Promise<void> {
+  await trx.query(rawSql(`ALTER TABLE ${q(options.table)} ADD COLUMN ${q(options.column)} ${STORAGE_KINDS[options.kind].columnDdl}`));
+}
+
 /** One index of a table, as pg_index describes it (expression indexes left out). */
 interface IndexShape {
   name: string;

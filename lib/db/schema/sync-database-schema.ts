@@ -5,6 +5,7 @@ import { quoteIdent as q, rawSql } from '../../sql-fragment.js';
 import { describeUndeclared, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../../schema/plan-migration.js';
 import { waitForAdvisoryXactLock } from '../statements/advisory-lock.js';
 import { StatementRunner } from '../statements/statement-runner.js';
+import { readSchemasBefore } from './migration-records.js';
 import { syncViews } from './sync-views.js';
 import { META_TABLE, SCHEMA_SYNC_LOCK_KEY, SETTINGS_TABLE } from '../shared-names.js';
 
@@ -42,10 +43,14 @@ export async function writeAppliedCollection(runner: StatementRunner, name: stri
   });
 }
 
+/** Schemas before applied migrations the planner reads: the newest are the ones a rollback of the code meets. */
+const SCHEMAS_BEFORE_READ = 20;
+
 /**
- * Reads what the migration planner needs: columns, indexes and our bookkeeping rows. Besides the
- * declared `tables`, the columns of the tables the bookkeeping knows (a collection a newer release
- * declares), so that the planner can name what it leaves alone; no other table is looked at.
+ * Reads what the migration planner needs: columns, indexes, our bookkeeping rows and the schemas
+ * recorded before the latest migrations. Besides the declared `tables`, the columns of the tables
+ * the bookkeeping knows (a collection a newer release declares), so that the planner can name
+ * what it leaves alone; no other table is looked at.
  */
 export async function readDatabaseState(runner: StatementRunner, tables: readonly string[]): Promise<DatabaseState> {
   const applied = await findAppliedCollections(runner);
@@ -65,6 +70,7 @@ export async function readDatabaseState(runner: StatementRunner, tables: readonl
     applied: applied ?? new Map(),
     metaTableExists: applied !== undefined,
     settingsTableExists: false,
+    before: await readSchemasBefore(runner, SCHEMAS_BEFORE_READ),
   };
   for (const row of columns) {
     if (state.views!.has(row.table_name)) continue;

@@ -1,7 +1,7 @@
 import { SchemaError } from '../../../lib/errors.js';
 import { buildSchemaRegistry } from '../../../lib/schema/collection-schema.js';
 import type { CollectionDefinition } from '../../../lib/schema/definitions.js';
-import { describeUndeclared, emptyDatabaseState, planMigration, type DatabaseState, type MigrationPlan } from '../../../lib/schema/plan-migration.js';
+import { describeUndeclared, emptyDatabaseState, findRollbackProblems, planMigration, type AppliedCollection, type DatabaseState, type MigrationPlan } from '../../../lib/schema/plan-migration.js';
 import { STORAGE_KINDS } from '../../../lib/schema/storage-kinds.js';
 
 const collections = (defs: CollectionDefinition[]) => buildSchemaRegistry(defs).collections;
@@ -116,5 +116,72 @@ describe('planMigration: older code on a newer database', () => {
 describe('every column recordbase adds takes older code inserts that do not name it', () => {
   test.each(Object.entries(STORAGE_KINDS))('%s: nullable or with a default', (_kind, spec) => {
     expect(!/NOT NULL/i.test(spec.columnDdl) || /DEFAULT/i.test(spec.columnDdl)).toBe(true);
+  });
+});
+
+describe('planMigration: a declared type the database held before a migration (issue 45)', () => {
+  const NUMBER_RATING: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'title', type: 'text' }, { name: 'rating', type: 'number' }] }];
+  const TEXT_RATING: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'title', type: 'text' }, { name: 'rating', type: 'text' }] }];
+  const older = sync(emptyDatabaseState(), TEXT_RATING).state;
+  /** The database after a migration "002_rating" turned rating into a number, with the schema it found recorded. */
+  const migrated: DatabaseState = {
+    ...sync({ ...older, tables: new Map([['notes', new Map([...older.tables.get('notes')!, ['rating', 'double precision']])]]), applied: new Map() }, NUMBER_RATING).state,
+    before: [
+      { migration: '003_later', applied: new Map([['notes', { id: 'x', fields: [{ name: 'rating', type: 'number', multiple: false }] }]]) },
+      { migration: '002_rating', applied: older.applied },
+      { migration: '001_first', applied: older.applied },
+    ],
+  };
+
+  test('the older code is told it is older than the database, naming the migration that changed the field and what to do', () => {
+    expect(refusal(TEXT_RATING, migrated)).toBe(
+      'collection "notes", field "rating": this code declares it text, as the database held it before migration "002_rating" changed it: this code is older than the database. ' +
+        'Deploy the newer release\'s code, or revert "002_rating" first with `recordbase migrate down`, run with a migrations folder that holds it (docs/collections.md, Rolling back a migration)',
+    );
+  });
+
+  test('a type no recorded schema had is the usual refusal pointing at a migration', () => {
+    expect(refusal([{ name: 'notes', fields: [{ name: 'title', type: 'text' }, { name: 'rating', type: 'bool' }] }], migrated)).toContain('type change from number to bool cannot be applied safely; change it in a migration');
+  });
+});
+
+describe('findRollbackProblems: what stops the release before a migration from starting after its down (issue 45)', () => {
+  const TEXT_RATING: CollectionDefinition[] = [{ name: 'notes', fields: [{ name: 'title', type: 'text' }, { name: 'rating', type: 'text' }] }];
+  const synced = sync(emptyDatabaseState(), TEXT_RATING).state;
+  const before = synced.applied;
+  /** `synced` with rating's column and record changed. */
+  function withRating(column: string | undefined, recorded: string | undefined, id = before.get('notes')!.id): DatabaseState {
+    const columns = new Map(synced.tables.get('notes')!);
+    if (column === undefined) columns.delete('rating');
+    else columns.set('rating', column);
+    const fields = before.get('notes')!.fields.flatMap((f) => (f.name !== 'rating' ? [f] : recorded === undefined ? [] : [{ ...f, type: recorded }]));
+    const applied = new Map<string, AppliedCollection>([['notes', { id, fields }]]);
+    return { ...synced, tables: new Map([['notes', columns]]), applied };
+  }
+
+  test('the schema as the up found it, or with the field gone (the release adds it again, empty): nothing', () => {
+    expect(findRollbackProblems(before, synced)).toEqual([]);
+    expect(findRollbackProblems(before, withRating(undefined, undefined))).toEqual([]);
+    expect(findRollbackProblems(undefined, synced)).toEqual([]);
+  });
+
+  test('a field left as the up made it: named, with the helper that converts it back', () => {
+    expect(findRollbackProblems(before, withRating('double precision', 'number'))).toEqual([
+      `collection "notes", field "rating": the release before has it as text, but it is number; convert it back in the down: m.changeFieldType("notes", "rating", { to: 'text' })`,
+    ]);
+    // Recorded as before, but the column of another kind (no record of it: the column alone says).
+    expect(findRollbackProblems(before, withRating('double precision', undefined))).toEqual([
+      `collection "notes", field "rating": the release before has it as text (a text column), but its column is double precision; convert it back in the down: m.changeFieldType("notes", "rating", { to: 'text' })`,
+    ]);
+  });
+
+  test("SQL that changed a column and left the record: refused with or without the up's schema, once per field", () => {
+    const problem = `collection "notes", field "rating": recorded as number (a double precision column), but its column is text; after SQL that changes a column's type, record the field's type with m.changeFieldType("notes", "rating", { to: '<type>' }) (it converts nothing when the column is already of that type)`;
+    expect(findRollbackProblems(before, withRating('text', 'number'))).toEqual([problem]);
+    expect(findRollbackProblems(undefined, withRating('text', 'number'))).toEqual([problem]);
+  });
+
+  test('a changed collection id', () => {
+    expect(findRollbackProblems(before, withRating('text', 'text', 'pbc_other'))).toEqual([`collection "notes": recorded with the id "pbc_other", but the release before had "${before.get('notes')!.id}"`]);
   });
 });
