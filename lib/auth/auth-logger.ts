@@ -6,14 +6,20 @@
 import type { Request } from 'express';
 import type { Logger } from '../logger.js';
 
-const loggerOf = new WeakMap<Request, Logger>();
+/**
+ * Where a request keeps the logger: a symbol property of the request, as its caller is
+ * (rate-limit-guard.ts), since a WeakMap keyed by each request costs every young-generation
+ * garbage collection more (docs/benchmarks.md, "Issue 44's cost").
+ */
+const AUTH_LOGGER = Symbol('recordbase.authLogger');
+type WithAuthLogger = Request & { [AUTH_LOGGER]?: Logger };
 
 /** Notes the logger of the router about to call `auth()` for `req` (the caller resolver calls it). */
 export function noteAuthLogger(req: Request, logger: Logger): void {
-  loggerOf.set(req, logger);
+  (req as WithAuthLogger)[AUTH_LOGGER] = logger;
 }
 
 /** The logger noted for `req`; undefined for a call from outside a router (a host calling `auth` itself). */
 export function findAuthLogger(req: Request | undefined): Logger | undefined {
-  return req === undefined || req === null ? undefined : loggerOf.get(req);
+  return typeof req === 'object' && req !== null ? (req as WithAuthLogger)[AUTH_LOGGER] : undefined;
 }
