@@ -17,13 +17,23 @@ export interface FieldInfo {
   [setting: string]: unknown;
 }
 
+/** An index of a collection's table. */
+export interface IndexInfo {
+  name: string;
+  unique: boolean;
+  columns: { column: string; descending: boolean }[];
+}
+
 /** A collection's schema as the dashboard endpoint describes it. */
 export interface CollectionInfo {
   id: string;
   name: string;
   type: 'base' | 'view';
   fields: FieldInfo[];
-  indexes: { name: string; unique: boolean; columns: { column: string; descending: boolean }[] }[];
+  /** The indexes declared in code. */
+  indexes: IndexInfo[];
+  /** The indexes made without asking: `(created, id)`, each single relation, a GIN index on each multi-valued field. */
+  automaticIndexes: (IndexInfo & { method: 'btree' | 'gin' })[];
   rules: Record<'list' | 'view' | 'create' | 'update' | 'delete', string | null>;
   viewQuery?: string;
 }

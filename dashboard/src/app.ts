@@ -3,7 +3,7 @@
  * collections sidebar and the records or schema view of the collection the URL's hash names
  * (`#/posts`, `#/posts/schema`).
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, findApiBase, type CollectionInfo } from './api.js';
 import { html } from './html.js';
 import { RecordsView } from './records-view.js';
@@ -47,22 +47,53 @@ async function checkToken(token: string): Promise<Session> {
   }
 }
 
+/**
+ * Where the focus goes once the user signed in or out, since the button that had it is gone: the
+ * collection the URL names (else the first) in the sidebar, or Sign out where there is none; Sign
+ * out for a token that is not a superuser's; the Token field for one the server refused, and
+ * after signing out. The first selector that finds an element wins.
+ */
+const FOCUS_AFTER: Record<Exclude<Session['state'], 'checking'>, string[]> = {
+  ready: ['.sidebar a[aria-current="page"]', '.sidebar a', '.banner button'],
+  refused: ['.banner button'],
+  'signed-out': ['#token'],
+};
+
+function focusFirst(selectors: string[]): void {
+  for (const selector of selectors) {
+    const found = document.querySelector<HTMLElement>(selector);
+    if (found) {
+      found.focus();
+      return;
+    }
+  }
+}
+
 export function App() {
   const [session, setSession] = useState<Session>(() => (readToken() ? { state: 'checking' } : { state: 'signed-out', message: '' }));
   const [refresh, setRefresh] = useState(0);
   const route = useRoute();
+  // Set by the user's own sign-in or sign-out; a token found in storage at load moves no focus.
+  const moveFocus = useRef(false);
 
   useEffect(() => {
     if (session.state === 'checking') void checkToken(readToken()).then(setSession);
   }, []);
+  useEffect(() => {
+    if (!moveFocus.current || session.state === 'checking') return;
+    moveFocus.current = false;
+    focusFirst(FOCUS_AFTER[session.state]);
+  }, [session]);
 
   const signIn = (token: string) => {
     keepToken(token);
+    moveFocus.current = true;
     setSession({ state: 'checking' });
     void checkToken(token).then(setSession);
   };
   const signOut = () => {
     forgetToken();
+    moveFocus.current = true;
     setSession({ state: 'signed-out', message: '' });
   };
 

@@ -4,6 +4,7 @@
  * control with aria-describedby, and aria-invalid when the server refused it.
  */
 import type { ComponentChild } from 'preact';
+import { useEffect, useMemo } from 'preact/hooks';
 import type { Api, CollectionInfo, FieldInfo, RecordData } from './api.js';
 import type { Draft, FileDraft, PointDraft } from './field-drafts.js';
 import { holdsList } from './field-drafts.js';
@@ -93,26 +94,47 @@ export function SelectControl(props: ControlProps) {
   </select>`;
 }
 
-/** A relation's records, searched in its target collection. */
-export function RelationControl(props: ControlProps) {
-  const { field } = props;
-  return html`<${RelationPicker}
-    api=${props.api}
-    name=${field.name}
-    target=${props.collections.find((c) => c.name === field.collection)}
-    ids=${props.draft as string[]}
-    multiple=${holdsList(field)}
-    onChange=${props.onChange}
-    describedBy=${props.describedBy}
-    invalid=${Boolean(props.error)}
-  />`;
+/** A relation's records, searched in the fields of its target collection that `searchedFields` names. */
+export function makeRelationControl(searchedFields: (target: CollectionInfo) => FieldInfo[]): ControlKind['Control'] {
+  return function RelationControl(props: ControlProps) {
+    const { field } = props;
+    const target = props.collections.find((c) => c.name === field.collection);
+    return html`<${RelationPicker}
+      api=${props.api}
+      name=${field.name}
+      target=${target}
+      searched=${target ? searchedFields(target) : []}
+      ids=${props.draft as string[]}
+      multiple=${holdsList(field)}
+      onChange=${props.onChange}
+      describedBy=${props.describedBy}
+      invalid=${Boolean(props.error)}
+    />`;
+  };
 }
 
-/** A file field's kept files (images as thumbnails), its new uploads, and a file input to add more. */
+/** A new upload, by name, with a preview of an image (an object URL, let go when the upload is). */
+function AddedFile(props: { file: File; onRemove: () => void }) {
+  const { file } = props;
+  const preview = useMemo(() => (isImageName(file.name) ? URL.createObjectURL(file) : ''), [file]);
+  useEffect(() => () => (preview ? URL.revokeObjectURL(preview) : undefined), [preview]);
+  return html`<li>
+    ${preview ? html`<img class="thumb" src=${preview} alt="" width="40" height="40" />` : null}
+    <span>${file.name} (new)</span>
+    <button type="button" class="small" aria-label=${`Remove ${file.name}`} onClick=${props.onRemove}>Remove</button>
+  </li>`;
+}
+
+/**
+ * A file field's kept files (images as thumbnails), its new uploads (images previewed), and a
+ * file input to add more. The input itself is out of sight, since the browser would write "No
+ * file chosen" beside the list of chosen files; a button-like label opens it, and shows its focus.
+ */
 export function FileControl(props: ControlProps) {
   const { field, record, api } = props;
   const draft = props.draft as FileDraft;
   const token = field.protected === true ? props.fileToken : '';
+  const choose = holdsList(field) ? 'Add files' : draft.kept.length + draft.added.length > 0 ? 'Replace the file' : 'Choose a file';
   const onFiles = (e: Event) => {
     const chosen = [...((e.target as HTMLInputElement).files ?? [])];
     // An upload to a single file field replaces its file.
@@ -129,15 +151,13 @@ export function FileControl(props: ControlProps) {
         </li>`,
       )}
       ${draft.added.map(
-        (file, i) => html`<li key=${`new-${i}`}>
-          <span>${file.name} (new)</span>
-          <button type="button" class="small" aria-label=${`Remove ${file.name}`} onClick=${() => props.onChange({ ...draft, added: draft.added.filter((f) => f !== file) })}>Remove</button>
-        </li>`,
+        (file, i) => html`<${AddedFile} key=${`new-${i}`} file=${file} onRemove=${() => props.onChange({ ...draft, added: draft.added.filter((f) => f !== file) })} />`,
       )}
     </ul>
     ${props.readOnly
       ? null
-      : html`<input id=${props.id} type="file" multiple=${holdsList(field)} aria-describedby=${props.describedBy} aria-invalid=${props.error ? 'true' : undefined} onChange=${onFiles} />`}
+      : html`<input id=${props.id} class="file-input" type="file" multiple=${holdsList(field)} aria-describedby=${props.describedBy} aria-invalid=${props.error ? 'true' : undefined} onChange=${onFiles} />
+          <label for=${props.id} class="button">${choose}</label>`}
   </div>`;
 }
 

@@ -1,20 +1,20 @@
 /**
  * The dashboard's one table of field types: for each, its table cell, its editor control, and
  * how a record's value becomes the control's draft and a draft the value sent. This is the one
- * place a type's dashboard behaviour goes (docs/contributing.md); a type it does not name (text,
- * and any the server adds before the dashboard knows it) is shown and edited as text.
+ * place a type's dashboard behaviour goes (docs/contributing.md); a type it does not name (any
+ * the server adds before the dashboard knows it) is shown and edited as text, and not searched.
  */
 import type { ComponentChild } from 'preact';
-import type { FieldInfo, RecordData } from './api.js';
+import type { CollectionInfo, FieldInfo, RecordData } from './api.js';
 import { FileCell, FlagCell, PointCell, RelationCell, TextCell, type CellProps } from './cells.js';
 import {
   Checkbox,
   FileControl,
+  makeRelationControl,
   makeTextArea,
   makeTextInput,
   PointControl,
   ReadOnlyInput,
-  RelationControl,
   SelectControl,
   type ControlKind,
 } from './field-controls.js';
@@ -44,6 +44,8 @@ export interface FieldKind extends ControlKind {
   fromDraft: (field: FieldInfo, draft: Draft) => unknown;
   /** Whether a save sends the field (false: the server sets it). */
   sent: boolean;
+  /** Whether the relation picker searches the field's text (`~`) when it looks for a record of its collection. */
+  searched: boolean;
 }
 
 /** The text-like default: one line of text in the table, an input, sent as typed. */
@@ -54,16 +56,18 @@ const TEXT: FieldKind = {
   toDraft: draftText,
   fromDraft: keepDraft,
   sent: true,
+  searched: false,
 };
 
 /** Each type that differs from the text-like default, by what differs. */
 const FIELD_KINDS = new Map<string, FieldKind>([
-  ['email', { ...TEXT, Control: makeTextInput({ type: 'email' }) }],
-  ['url', { ...TEXT, Control: makeTextInput({ type: 'url' }) }],
+  ['text', { ...TEXT, searched: true }],
+  ['email', { ...TEXT, Control: makeTextInput({ type: 'email' }), searched: true }],
+  ['url', { ...TEXT, Control: makeTextInput({ type: 'url' }), searched: true }],
   // A date is typed in the API's own format, which no browser date input writes.
   ['date', { ...TEXT, Control: makeTextInput({ type: 'text', placeholder: 'YYYY-MM-DD HH:MM:SS.sssZ' }) }],
   ['number', { ...TEXT, Control: makeTextInput({ type: 'number', step: 'any' }), fromDraft: parseNumber }],
-  ['editor', { ...TEXT, Control: makeTextArea(6) }],
+  ['editor', { ...TEXT, Control: makeTextArea(6), searched: true }],
   ['json', { ...TEXT, Control: makeTextArea(5), toDraft: draftJson, fromDraft: parseJson }],
   ['autodate', { ...TEXT, Control: ReadOnlyInput, sent: false }],
   ['bool', { ...TEXT, Cell: FlagCell, Control: Checkbox, toDraft: (_field, value) => value === true }],
@@ -73,7 +77,7 @@ const FIELD_KINDS = new Map<string, FieldKind>([
     {
       ...TEXT,
       Cell: RelationCell,
-      Control: RelationControl,
+      Control: makeRelationControl(searchedFields),
       labelled: false,
       toDraft: (_field, value) => asList(value),
       fromDraft: (field, draft) => shapeList(field, draft as string[]),
@@ -91,6 +95,11 @@ const FIELD_KINDS = new Map<string, FieldKind>([
   ],
   ['geoPoint', { ...TEXT, Cell: PointCell, Control: PointControl, labelled: false, toDraft: draftPoint, fromDraft: parsePoint }],
 ]);
+
+/** The fields a search for a record of `collection` looks in, as PocketBase's picker does: the id and its text fields. */
+export function searchedFields(collection: CollectionInfo): FieldInfo[] {
+  return collection.fields.filter((f) => f.name === 'id' || fieldKind(f).searched);
+}
 
 /** A field's entry in the table (the text-like default for a type it does not name). */
 export function fieldKind(field: FieldInfo): FieldKind {

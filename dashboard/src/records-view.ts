@@ -9,6 +9,7 @@ import type { CellContext } from './cells.js';
 import { ConfirmDialog } from './dialogs.js';
 import { Editor } from './editor.js';
 import { fieldKind } from './field-kinds.js';
+import { formatCount } from './format-count.js';
 import { html } from './html.js';
 import { labelField } from './record-label.js';
 import { watchCollection } from './realtime.js';
@@ -132,7 +133,7 @@ export function RecordsView(props: RecordsViewProps) {
     try {
       // No filter: every record the list shows, which the count said.
       const { deleted } = await api.removeMatching(collection.name, filter || 'id != ""');
-      finish(`Deleted ${deleted} records.`);
+      finish(`Deleted ${formatCount(deleted, 'record')}.`);
     } catch (err) {
       setError((err as Error).message);
     }
@@ -147,10 +148,12 @@ export function RecordsView(props: RecordsViewProps) {
   return html`<section class="records" aria-labelledby="records-title">
     <div class="toolbar">
       <h2 id="records-title">${collection.name}</h2>
-      ${writable ? html`<button type="button" class="primary" onClick=${() => setEditing({})}>New record</button>` : null}
-      <button type="button" aria-expanded=${showColumns} onClick=${() => setShowColumns(!showColumns)}>Columns</button>
-      <button type="button" onClick=${props.onShowSchema}>Schema</button>
-      ${writable ? html`<button type="button" class="danger" onClick=${askBulkDelete}>Delete matching</button>` : null}
+      <div class="buttons">
+        ${writable ? html`<button type="button" class="primary" onClick=${() => setEditing({})}>New record</button>` : null}
+        <button type="button" aria-expanded=${showColumns} onClick=${() => setShowColumns(!showColumns)}>Columns</button>
+        <button type="button" onClick=${props.onShowSchema}>Schema</button>
+        ${writable ? html`<button type="button" class="danger" onClick=${askBulkDelete}>Delete matching</button>` : null}
+      </div>
     </div>
     <input
       type="search"
@@ -198,12 +201,12 @@ export function RecordsView(props: RecordsViewProps) {
     </div>
     <div class="pager">
       <button type="button" disabled=${page <= 1} onClick=${() => setPage(page - 1)}>Previous page</button>
-      <span>Page ${result?.page ?? page} of ${Math.max(result?.totalPages ?? 1, 1)} · ${result?.totalItems ?? 0} records</span>
+      <span>Page ${result?.page ?? page} of ${Math.max(result?.totalPages ?? 1, 1)} · ${formatCount(result?.totalItems ?? 0, 'record')}</span>
       <button type="button" disabled=${!result || page >= result.totalPages} onClick=${() => setPage(page + 1)}>Next page</button>
     </div>
     ${editing
       ? html`<${Editor} api=${api} collection=${collection} collections=${collections} record=${editing.record} fileToken=${fileToken} onClose=${() => setEditing(undefined)} onDone=${finish} />`
       : null}
-    ${bulk ? html`<${ConfirmDialog} question=${`Delete ${bulk.count} records?`} busy=${bulk.busy} onConfirm=${bulkDelete} onCancel=${() => setBulk(undefined)} />` : null}
+    ${bulk ? html`<${ConfirmDialog} question=${`Delete ${formatCount(bulk.count, 'record')}?`} busy=${bulk.busy} onConfirm=${bulkDelete} onCancel=${() => setBulk(undefined)} />` : null}
   </section>`;
 }

@@ -1,5 +1,5 @@
 /** A collection's fields, indexes and rules, read-only: collections are declared in the host's code. */
-import type { CollectionInfo, FieldInfo } from './api.js';
+import type { CollectionInfo, FieldInfo, IndexInfo } from './api.js';
 import { html } from './html.js';
 
 /** The keys every field has, shown in their own columns. */
@@ -21,8 +21,16 @@ function describeRule(rule: string | null): string {
   return rule === '' ? 'everyone' : rule;
 }
 
+/** An index as its kind and columns: "unique (slug)", "(created, id), automatic", "gin (tags), automatic". */
+function describeIndex(index: IndexInfo & { method?: string; automatic: boolean }): string {
+  const columns = `(${index.columns.map((c) => `${c.column}${c.descending ? ' desc' : ''}`).join(', ')})`;
+  const kind = [index.unique ? 'unique' : '', index.method === 'gin' ? 'gin' : ''].filter(Boolean).join(' ');
+  return `${kind ? `${kind} ` : ''}${columns}${index.automatic ? ', automatic' : ''}`;
+}
+
 export function SchemaView(props: { collection: CollectionInfo; onBack: () => void }) {
   const { collection } = props;
+  const indexes = [...collection.automaticIndexes.map((i) => ({ ...i, automatic: true })), ...collection.indexes.map((i) => ({ ...i, automatic: false }))];
   return html`<section class="schema" aria-labelledby="schema-title">
     <div class="toolbar">
       <h2 id="schema-title">${collection.name}: schema</h2>
@@ -43,12 +51,10 @@ export function SchemaView(props: { collection: CollectionInfo; onBack: () => vo
       </table>
     </div>
     <h3>Indexes</h3>
-    ${collection.indexes.length === 0
+    ${indexes.length === 0
       ? html`<p>None.</p>`
-      : html`<ul>
-          ${collection.indexes.map(
-            (index) => html`<li key=${index.name}><code>${index.name}</code>: ${index.unique ? 'unique ' : ''}(${index.columns.map((c) => `${c.column}${c.descending ? ' desc' : ''}`).join(', ')})</li>`,
-          )}
+      : html`<ul aria-label=${`${collection.name} indexes`}>
+          ${indexes.map((index) => html`<li key=${index.name}><code>${index.name}</code>: ${describeIndex(index)}</li>`)}
         </ul>`}
     <h3>Rules</h3>
     <dl class="rules">

@@ -5,6 +5,7 @@ import type { RequestHandler } from 'express';
 import type { Identity } from '../auth/identity.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../errors.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { automaticIndexes } from '../schema/plan-migration.js';
 import type { CallerResolver } from './resolve-caller.js';
 import type { Route } from './route-table.js';
 
@@ -78,7 +79,10 @@ function describeField(field: FieldSchema): Record<string, unknown> {
   };
 }
 
-/** A collection's schema for superusers: fields, indexes and rules, as declared in code. */
+/**
+ * A collection's schema for superusers: fields, indexes and rules, as declared in code, and the
+ * indexes the schema sync creates without asking (a view has none).
+ */
 function describeCollection(collection: CollectionSchema): Record<string, unknown> {
   return {
     id: collection.id,
@@ -86,6 +90,7 @@ function describeCollection(collection: CollectionSchema): Record<string, unknow
     type: collection.type,
     fields: collection.fields.map(describeField),
     indexes: collection.indexes.map((index) => ({ name: index.name, unique: index.unique, columns: index.columns })),
+    automaticIndexes: collection.type === 'view' ? [] : automaticIndexes(collection),
     rules: collection.rules,
     ...(collection.viewQuery === undefined ? {} : { viewQuery: collection.viewQuery }),
   };

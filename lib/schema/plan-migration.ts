@@ -1,6 +1,6 @@
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q } from '../sql-fragment.js';
-import { shortenIdentifier, type CollectionSchema, type FieldSchema } from './collection-schema.js';
+import { shortenIdentifier, type CollectionSchema, type FieldSchema, type IndexSchema } from './collection-schema.js';
 import { storageKindOfType } from './storage-conversions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
@@ -73,20 +73,39 @@ interface IndexStatement {
   sql: string;
 }
 
+/** An index a base collection gets without declaring it: built with `method` (GIN for a multi-valued column). */
+export interface AutomaticIndex extends IndexSchema {
+  readonly method: 'btree' | 'gin';
+}
+
+/**
+ * The indexes every base collection gets without asking: `(created, id)` (the default list
+ * order), each single relation column, and a GIN index on each multi-valued field. The schema
+ * sync creates them; the dashboard lists them beside the declared ones.
+ */
+export function automaticIndexes(c: CollectionSchema): AutomaticIndex[] {
+  const index = (name: string, columns: string[], method: AutomaticIndex['method'] = 'btree'): AutomaticIndex => ({
+    name: shortenIdentifier(name),
+    columns: columns.map((column) => ({ column, descending: false })),
+    unique: false,
+    method,
+  });
+  const out = [index(`idx_${c.table}_created`, ['created', 'id'])];
+  for (const f of c.fields) {
+    if (f.system) continue;
+    if (f.multiple) out.push(index(`idx_${c.table}_${f.column}_gin`, [f.column], 'gin'));
+    else if (f.relationTo !== undefined) out.push(index(`idx_${c.table}_${f.column}`, [f.column]));
+  }
+  return out;
+}
+
 /** The indexes every collection gets without asking, then the declared ones. */
 function indexesOf(c: CollectionSchema): IndexStatement[] {
   const t = q(c.table);
-  const out: IndexStatement[] = [];
-  const add = (name: string, body: string, unique = false) => {
-    const n = shortenIdentifier(name);
-    out.push({ name: n, sql: `CREATE ${unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${q(n)} ON ${t} ${body}` });
-  };
-  add(`idx_${c.table}_created`, `("created", "id")`);
-  for (const f of c.fields) {
-    if (f.system) continue;
-    if (f.multiple) add(`idx_${c.table}_${f.column}_gin`, `USING gin (${q(f.column)})`);
-    else if (f.relationTo !== undefined) add(`idx_${c.table}_${f.column}`, `(${q(f.column)})`);
-  }
+  const out: IndexStatement[] = automaticIndexes(c).map((index) => ({
+    name: index.name,
+    sql: `CREATE INDEX IF NOT EXISTS ${q(index.name)} ON ${t} ${index.method === 'gin' ? 'USING gin ' : ''}(${index.columns.map((col) => q(col.column)).join(', ')})`,
+  }));
   for (const index of c.indexes) {
     const columns = index.columns.map((col) => `${q(col.column)}${col.descending ? ' DESC' : ''}`).join(', ');
     // Empty text ('') is a field's "no value": a unique index must not make two empty values collide.

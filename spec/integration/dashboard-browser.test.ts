@@ -15,7 +15,10 @@ const XSS = '<img src=x onerror=alert(1)>';
 const ITEM_COUNT = 30;
 const PNG = makePng(8, 6);
 
-/** users (presentable name), posts (a field of every kind the editor offers), items (no presentable field: labelled by id). */
+/**
+ * users (presentable name), posts (a field of every kind the editor offers), items (no
+ * presentable field: labelled by id), tasks (a relation to items, whose picker finds an item by its text).
+ */
 function dashboardCollections(): CollectionDefinition[] {
   return [
     {
@@ -50,6 +53,14 @@ function dashboardCollections(): CollectionDefinition[] {
       fields: [
         { name: 'n', type: 'number' },
         { name: 'label', type: 'text' },
+      ],
+      rules: OPEN_RULES,
+    },
+    {
+      name: 'tasks',
+      fields: [
+        { name: 'title', type: 'text', presentable: true },
+        { name: 'item', type: 'relation', collection: 'items' },
       ],
       rules: OPEN_RULES,
     },
@@ -168,6 +179,8 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
     ]);
     return { contentType: (await request.allHeaders())['content-type'] ?? '', body: request.postDataBuffer()?.toString('latin1') ?? '' };
   }
+  /** Whether the element has the page's focus. */
+  const hasFocus = (locator: Locator) => locator.evaluate((el) => el === document.activeElement);
   /** A field's control in the editor, found by its accessible name (the field name). */
   const control = (dialog: Locator, name: string) => dialog.getByLabel(name, { exact: true });
 
@@ -206,7 +219,8 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       .attach('cover', PNG, 'first.png');
     expect(filed.status).toBe(200);
     ids.filed = filed.body.id as string;
-    await Promise.all(Array.from({ length: ITEM_COUNT }, (_, i) => createRecord('items', { n: i + 1, label: `item-${i + 1}` })));
+    const items = await Promise.all(Array.from({ length: ITEM_COUNT }, (_, i) => createRecord('items', { n: i + 1, label: `item-${i + 1}` })));
+    ids.item7 = items[6]!.id as string;
     if (WITH_BROWSER) root = (await openPage()).page;
   }, APP_START_TIMEOUT);
   afterAll(async () => {
@@ -264,6 +278,20 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         await page.getByLabel('Token', { exact: true }).waitFor();
       });
 
+      test('signing in with the keyboard puts the focus on the first collection; signing out, on the Token field', async () => {
+        const { page } = await openPage();
+        await page.goto(dashboardUrl());
+        const token = page.getByLabel('Token', { exact: true });
+        await token.fill(ROOT);
+        await token.press('Enter');
+        const first = collectionsNav(page).getByRole('link').first();
+        await first.waitFor();
+        await eventually(async () => expect(await hasFocus(first)).toBe(true));
+        expect(await first.innerText()).toMatch(/^users\b/);
+        await page.getByRole('button', { name: 'Sign out' }).press('Enter');
+        await eventually(async () => expect(await hasFocus(token)).toBe(true));
+      });
+
       test("the SDK's stored token signs in without the form; the sidebar links carry the record counts", async () => {
         await signInThroughStorage(root, ROOT);
         const nav = collectionsNav(root);
@@ -310,6 +338,18 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         await root.getByRole('alert').filter({ hasText: bad.body.message as string }).waitFor();
         await applyFilter(root, '');
         await eventually(async () => expect(await titlesShown(root)).toHaveLength(SEED_TITLES.length));
+      });
+
+      test('a count of one says "1 record": in the pager and in the question of Delete matching', async () => {
+        await applyFilter(root, "title = 'alpha'");
+        const pager = root.getByText(/^Page \d+ of \d+ · /);
+        await eventually(async () => expect(await pager.innerText()).toBe('Page 1 of 1 · 1 record'));
+        await root.getByRole('button', { name: 'Delete matching' }).click();
+        const confirm = root.getByRole('dialog', { name: 'Delete 1 record?' });
+        await confirm.getByRole('button', { name: 'Cancel' }).click();
+        await confirm.waitFor({ state: 'hidden' });
+        await applyFilter(root, '');
+        await eventually(async () => expect(await pager.innerText()).toBe(`Page 1 of 1 · ${SEED_TITLES.length} records`));
       });
 
       test('Columns toggles a column', async () => {
@@ -428,6 +468,53 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
         expect(stored!.cover).toMatch(/^pic_[a-z0-9]{10}\.png$/);
       });
 
+      test('a chosen file shows by its name and an image preview; the input\'s own "No file chosen" is out of sight', async () => {
+        await root.getByRole('button', { name: 'New record' }).click();
+        const dialog = root.getByRole('dialog', { name: 'New posts record' });
+        const input = control(dialog, 'cover');
+        await dialog.getByText('Choose a file', { exact: true }).waitFor();
+        await input.setInputFiles({ name: 'pic.png', mimeType: 'image/png', buffer: PNG });
+        const files = dialog.getByRole('list', { name: 'cover: files' });
+        await files.getByText('pic.png (new)', { exact: true }).waitFor();
+        const preview = files.locator('img');
+        await eventually(async () =>
+          expect(
+            await preview.evaluate((el) => {
+              const img = el as unknown as { src: string; naturalWidth: number; naturalHeight: number };
+              return { scheme: img.src.split(':')[0], width: img.naturalWidth, height: img.naturalHeight };
+            }),
+          ).toEqual({ scheme: 'blob', width: 8, height: 6 }),
+        );
+        // The browser writes its text inside the input's own box, which takes no room.
+        const box = (await input.boundingBox())!;
+        expect(box.width * box.height).toBeLessThanOrEqual(1);
+        await dialog.getByText('Replace the file', { exact: true }).waitFor();
+        await dialog.getByRole('button', { name: 'Remove pic.png' }).click();
+        await files.locator('img').waitFor({ state: 'detached' });
+        await dialog.getByText('Choose a file', { exact: true }).waitFor();
+        await dialog.getByRole('button', { name: 'Cancel' }).click();
+        await dialog.waitFor({ state: 'hidden' });
+      });
+
+      test('the relation picker finds a record of a collection without a presentable field by its text, and keeps the focus in its search box after a pick', async () => {
+        await openCollection(root, 'tasks');
+        await root.getByRole('button', { name: 'New record' }).click();
+        const dialog = root.getByRole('dialog', { name: 'New tasks record' });
+        await control(dialog, 'title').fill('check item seven');
+        const search = dialog.getByRole('searchbox', { name: 'item', exact: true });
+        await search.fill('ITEM-7');
+        const results = dialog.getByRole('list', { name: 'item: results' }).getByRole('button');
+        await eventually(async () => expect(await results.allInnerTexts()).toEqual([`${ids.item7} (label: item-7)`]));
+        await results.first().focus();
+        await root.keyboard.press('Enter');
+        await eventually(async () => expect(await hasFocus(search)).toBe(true));
+        expect(await dialog.getByRole('list', { name: 'item: picked' }).getByRole('listitem').allInnerTexts()).toEqual([expect.stringContaining(`${ids.item7} (label: item-7)`)]);
+        await dialog.getByRole('button', { name: 'Save' }).click();
+        await dialog.waitFor({ state: 'hidden' });
+        const stored = await app.http.get(api('tasks/records')).query({ filter: "title = 'check item seven'" }).set('Authorization', ROOT);
+        expect((stored.body.items as Record<string, unknown>[]).map((task) => task.item)).toEqual([ids.item7]);
+      });
+
       test('a 422 shows the server\'s message at the field, which gets aria-invalid', async () => {
         const refused = await app.http.post(api('posts/records')).set('Authorization', ROOT).send({});
         expect(refused.status).toBe(422);
@@ -517,6 +604,20 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       });
     });
 
+    test('the schema lists every index the table has: (created, id), each single relation, a GIN index per multi-valued field', async () => {
+      await openCollection(root, 'posts');
+      await root.getByRole('button', { name: 'Schema' }).click();
+      const list = root.getByRole('list', { name: 'posts indexes' });
+      await list.waitFor();
+      const shown = await list.getByRole('listitem').allInnerTexts();
+      expect(shown).toEqual(['idx_posts_created: (created, id), automatic', 'idx_posts_tags_gin: gin (tags), automatic', 'idx_posts_author: (author), automatic']);
+      const rows: { indexname: string }[] = await app.database.db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()').where({ tablename: 'posts' });
+      const made = rows.map((r) => r.indexname).filter((name) => !name.endsWith('_pkey'));
+      expect(shown.map((text) => text.split(':')[0]).sort()).toEqual(made.sort());
+      await root.getByRole('button', { name: 'Records' }).click();
+      await recordsTable(root, 'posts').waitFor();
+    });
+
     test('live: a record created by another client appears without reload', async () => {
       await openCollection(root, 'posts');
       await applyFilter(root, '');
@@ -556,6 +657,13 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       await openCollection(page, 'posts');
       await bodyRows(page, 'posts').first().waitFor();
       expect(await width()).toBeLessThanOrEqual(390);
+      // No toolbar button wraps alone onto a row of its own, and each is inside the page.
+      const boxes = await Promise.all(
+        ['New record', 'Columns', 'Schema', 'Delete matching'].map(async (name) => ({ name, box: (await page.getByRole('button', { name, exact: true }).boundingBox())! })),
+      );
+      for (const { box } of boxes) expect(box.x + box.width).toBeLessThanOrEqual(390);
+      const alone = boxes.filter((b) => !boxes.some((other) => other !== b && Math.abs(other.box.y - b.box.y) < 2)).map((b) => b.name);
+      expect(alone).toEqual([]);
     });
 
     test('the color scheme follows prefers-color-scheme', async () => {

@@ -179,4 +179,16 @@ describe.each(testEngines())('dashboard: true on %s', (engine) => {
     expect(fields.find((f) => f.name === 'secret')).toMatchObject({ hidden: true });
     expect(fields.find((f) => f.name === 'tags')).toMatchObject({ type: 'select', values: ['a', 'b'], maxSelect: 2, multiple: true });
   });
+
+  test('collections: automaticIndexes lists the indexes the sync made without asking; with the declared ones, they are every index the table has', async () => {
+    const root = await app.http.get('/backend/_/api/collections').set('Authorization', 'token-root');
+    const [posts] = root.body as { indexes: { name: string }[]; automaticIndexes: unknown[] }[];
+    expect(posts!.automaticIndexes).toEqual([
+      { name: 'idx_posts_created', unique: false, method: 'btree', columns: [{ column: 'created', descending: false }, { column: 'id', descending: false }] },
+      { name: 'idx_posts_tags_gin', unique: false, method: 'gin', columns: [{ column: 'tags', descending: false }] },
+    ]);
+    const listed = [...posts!.indexes, ...(posts!.automaticIndexes as { name: string }[])].map((index) => index.name).sort();
+    const rows: { indexname: string }[] = await app.database.db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()').where({ tablename: 'posts' });
+    expect(listed).toEqual(rows.map((r) => r.indexname).filter((name) => !name.endsWith('_pkey')).sort());
+  });
 });
