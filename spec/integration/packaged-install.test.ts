@@ -106,6 +106,8 @@ describe('the packed package installed into fresh apps', () => {
   let dir: string;
   let checkout: string;
   let packed: string[];
+  /** What `npm pack` said in the checkout before its dev dependencies were there. */
+  let packWithoutInstall: { failed: boolean; stderr: string; tarballs: string[] };
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rb-packed-'));
@@ -117,6 +119,12 @@ describe('the packed package installed into fresh apps', () => {
         if (err.code !== 'ENOENT') throw err; // listed by git but deleted in the working tree
       });
     }
+    // A fresh clone has no node_modules: prepack says to run npm install instead of `tsc: not found`.
+    const failedPack = await run('npm', ['pack', '--pack-destination', dir], { cwd: checkout, timeout: 120_000 }).then(
+      ({ stderr }) => ({ failed: false, stderr }),
+      (err: { stderr?: string }) => ({ failed: true, stderr: err.stderr ?? '' }),
+    );
+    packWithoutInstall = { ...failedPack, tarballs: (await readdir(dir)).filter((name) => name.endsWith('.tgz')) };
     // What `npm ci` would install, without installing it again: prepack's build needs tsc and esbuild.
     await symlink(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
     await runReadably('npm', ['pack', '--pack-destination', dir, '--silent'], { cwd: checkout, timeout: 240_000 });
@@ -160,6 +168,20 @@ describe('the packed package installed into fresh apps', () => {
     expect(packed).toEqual(expect.arrayContaining(['package/dist/lib/index.js', 'package/dist/lib/index.d.ts', 'package/dist/lib/cli/main.js', 'package/dist/dashboard/index.html', 'package/README.md']));
     expect(packed.filter((name) => name.endsWith('.map'))).toEqual([]);
     expect(packed.filter((name) => !/^package\/(dist\/lib\/|dist\/dashboard\/|docs\/|README\.md$|CHANGELOG\.md$|LICENSE$|package\.json$)/.test(name))).toEqual([]);
+  });
+
+  test('npm pack in a fresh clone, before npm install, stops saying to run npm install first, and writes no tarball', async () => {
+    expect(packWithoutInstall.failed).toBe(true);
+    expect(packWithoutInstall.stderr).toContain('run npm install first');
+    expect(packWithoutInstall.stderr).not.toMatch(/tsc: not found/);
+    expect(packWithoutInstall.tarballs).toEqual([]);
+  });
+
+  test('what a user does not need is left out (issue 45): the docs\' screenshots, the 120 kB declaration of jimp\'s types that no published declaration imports', () => {
+    expect(packed.filter((name) => name.startsWith('package/docs/images/'))).toEqual([]);
+    expect(packed).not.toContain('package/dist/lib/files/thumbnail-jimp.d.ts');
+    expect(packed).toContain('package/dist/lib/files/thumbnail-jimp.js');
+    expect(packed).toEqual(expect.arrayContaining(['package/docs/dashboard.md', 'package/docs/examples/demo-types.ts']));
   });
 
   test('a TypeScript app with the SDK typed by `recordbase types` compiles with tsc --strict and skipLibCheck: false, then runs', async () => {
