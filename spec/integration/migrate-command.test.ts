@@ -146,6 +146,27 @@ describe('recordbase migrate (status, create, down) with a TypeScript config', (
     expect(readdirSync(join(dir, 'migrations')).sort()).toEqual(['001_up_only.ts', '002_broken.ts']);
   }, 180_000);
 
+  test('down refuses, exit 1 and nothing reverted, when the release before could not start on its result; a down that names the type reverts (issue 45)', async () => {
+    const config = (type: string) => CONFIG_TS.replace("fields: [{ name: 'title', type: 'text' }]", `fields: [{ name: 'title', type: 'text' }, { name: 'n', type: '${type}' }]`);
+    await writeFile(join(dir, 'recordbase.config.ts'), config('text'));
+    await mkdir(join(dir, 'migrations'));
+    expect((await runCli(cli, ['migrate'], dir)).code).toBe(0);
+    await writeFile(join(dir, 'recordbase.config.ts'), config('number'));
+    const migration = (down: string) => `import type { MigrationContext } from 'recordbase';\nexport default {\n  async up(m: MigrationContext) { await m.changeFieldType('notes', 'n'); },\n  async down(m: MigrationContext) { ${down} },\n};\n`;
+    await writeFile(join(dir, 'migrations', '001_n.ts'), migration(''));
+    expect((await runCli(cli, ['migrate'], dir)).stdout).toContain('-- applied migration 001_n');
+
+    const refused = await runCli(cli, ['migrate', 'down'], dir);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toContain('migration "001_n" (down) failed and was rolled back, nothing of it applied: the down leaves a schema the release before "001_n" cannot start on');
+    expect(refused.stderr).toContain(`collection "notes", field "n": the release before has it as text, but it is number; convert it back in the down: m.changeFieldType("notes", "n", { to: 'text' })`);
+    expect((await runCli(cli, ['migrate', 'status'], dir)).stdout).toMatch(/^applied .*001_n$/m);
+
+    await writeFile(join(dir, 'migrations', '001_n.ts'), migration(`await m.changeFieldType('notes', 'n', { to: 'text' });`));
+    expect((await runCli(cli, ['migrate', 'down'], dir))).toMatchObject({ code: 0, stdout: 'reverted migration 001_n\n' });
+    expect((await runCli(cli, ['migrate', 'status'], dir)).stdout).toMatch(/^pending .*001_n$/m);
+  }, 180_000);
+
   test('while an app holds the embedded database, migrate says so once, naming the holding process, and changes nothing', async () => {
     await mkdir(join(dir, 'migrations'));
     await writeFile(join(dir, 'migrations', '001_seed.ts'), SEED_TS);
