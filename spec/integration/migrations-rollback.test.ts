@@ -144,16 +144,13 @@ describe.each(testEngines())('rolling back migrations on %s', (engine) => {
     }
   }
 
-  /** Starts the previous release (no migrations), which must serve the posts as it had them. */
-  async function expectOldServes(): Promise<void> {
+  /** Starts the previous release (no migrations), which must serve the posts as `rows` (after the round trip: obsolete's values gone, priority through a number). */
+  async function expectOldServes(rows: string[][] = [['a', 'hello', '3', ''], ['b', 'world', '0', '']]): Promise<void> {
     const old = await start(db, dataDir, { collections: OLD });
     try {
       await old.router.ready;
       const list = await old.http.get('/backend/api/collections/posts/records?sort=title').expect(200);
-      expect(list.body.items.map((r: Record<string, unknown>) => [r.title, r.body, r.priority, r.obsolete])).toEqual([
-        ['a', 'hello', '3', ''],
-        ['b', 'world', '0', ''],
-      ]);
+      expect(list.body.items.map((r: Record<string, unknown>) => [r.title, r.body, r.priority, r.obsolete])).toEqual(rows);
       await old.http.post('/backend/api/collections/posts/records').send({ title: 'c', body: 'new', priority: 'high', obsolete: 'y' }).expect(200);
     } finally {
       await old.close();
@@ -253,6 +250,52 @@ describe.each(testEngines())('rolling back migrations on %s', (engine) => {
     } finally {
       await old.close();
     }
+  }, 120_000);
+
+  test('renameCollection undone by renameCollection, run with the newer config: the previous release serves its records under the old name', async () => {
+    await seedOld();
+    const id = ((await db.db.first('id').from(META_TABLE).where({ name: 'posts' })) as { id: string }).id;
+    const renamed: CollectionDefinition[] = [{ ...OLD[0]!, name: 'articles', id }];
+    const rename: Migration = { name: '001_articles', up: (m) => m.renameCollection('posts', 'articles'), down: (m) => m.renameCollection('articles', 'posts') };
+    const next = await start(db, dataDir, { collections: renamed, migrations: [rename] });
+    try {
+      await next.router.ready;
+      expect((await next.http.get('/backend/api/collections/articles/records').expect(200)).body.totalItems).toBe(2);
+    } finally {
+      await next.close();
+    }
+    expect(await printed(() => migrateDown(commandInput(db, dataDir, { collections: renamed, migrations: [rename] })))).toEqual(['reverted migration 001_articles']);
+    await expectOldServes([['a', 'hello', '3', 'x'], ['b', 'world', '', '']]);
+  }, 120_000);
+
+  test('attack: helpers refuse what they are given wrong, naming it, and the migration fails whole', async () => {
+    await seedOld();
+    const cases: [Migration['up'], string][] = [
+      [(m) => m.changeFieldType('posts', 'priority', { to: 'nonsense' as never }), 'changeFieldType("posts", "priority"): collection "posts", field "priority": unknown type "nonsense"'],
+      [(m) => m.changeFieldType('posts', 'priority', { to: null as never }), `changeFieldType("posts", "priority"): a field type is a type's name ('number') or a definition`],
+      [(m) => m.changeFieldType('posts', 'priority', { to: { name: 'other', type: 'text' } as never }), 'the definition names the field "other"; leave its name out'],
+      [(m) => m.changeFieldType('posts', 'priority', { to: { type: 'select' } as never }), 'changeFieldType("posts", "priority"): collection "posts", field "priority"'],
+      [(m) => m.addField('posts', { name: 'id', type: 'text' }), '"id" is a system field'],
+      [(m) => m.addField('posts', { name: 'a"; DROP TABLE posts; --', type: 'text' }), 'is not a valid field name'],
+      [(m) => m.addField('posts', { name: 'body', type: 'text' }), 'collection "posts" already has a column "body"'],
+      [(m) => m.addField('posts', null as never), 'addField("posts", undefined): the field must be a definition'],
+      [(m) => m.addField('nowhere', { name: 'x', type: 'text' }), 'there is no collection "nowhere" in the database'],
+    ];
+    for (const [up, message] of cases) {
+      const router = await start(db, dataDir, { collections: OLD, migrations: [{ name: 'bad', up }] });
+      try {
+        await expect(router.router.ready).rejects.toThrow(message);
+      } finally {
+        await router.close();
+      }
+    }
+    expect(Object.keys(await columnsOf(db, 'posts')).sort()).toEqual(['body', 'created', 'id', 'obsolete', 'priority', 'title', 'updated']);
+    expect(await recordedFields(db)).toEqual([
+      { name: 'body', type: 'text' },
+      { name: 'obsolete', type: 'text' },
+      { name: 'priority', type: 'text' },
+      { name: 'title', type: 'text' },
+    ]);
   }, 120_000);
 
   test('migrate --dry-run with a pending migration runs it in a transaction it rolls back and prints the sync after it; a pending migration that fails fails the dry run', async () => {
