@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { isRecordId } from '../schema/record-id.js';
+import { isSafeRecordId } from '../schema/record-id.js';
 import { lookupExtension } from './sniff-mime-type.js';
 import { InvalidStorageKeyError } from './storage.js';
 
@@ -84,7 +84,7 @@ export interface ThumbnailKeyParts extends FileKeyParts {
 
 /**
  * The storage key of an uploaded file: `{collectionId}/{recordId}/{name}`. Each part is checked
- * (collection id as the schema allows, a 15-char record id, a stored name), so a key built here is
+ * (collection id as the schema allows, a safe record id (lib/schema/record-id.ts), a stored name), so a key built here is
  * safe by construction and the storage's own key check is only a second line of defence.
  * Throws `InvalidStorageKeyError` for a bad part.
  */
@@ -121,7 +121,7 @@ export function buildRecordPrefix(parts: Pick<FileKeyParts, 'collectionId' | 're
   if (typeof parts.collectionId !== 'string' || !COLLECTION_ID.test(parts.collectionId)) {
     throw new InvalidStorageKeyError(String(parts.collectionId), 'not a valid collection id');
   }
-  if (!isRecordId(parts.recordId)) {
+  if (!isSafeRecordId(parts.recordId)) {
     throw new InvalidStorageKeyError(String(parts.recordId), 'not a valid record id');
   }
   return `${parts.collectionId}/${parts.recordId}`;

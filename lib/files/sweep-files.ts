@@ -5,7 +5,7 @@ import { StatementRunner } from '../db/statements/statement-runner.js';
 import { FILE_SWEEP_LOCK_KEY } from '../db/shared-names.js';
 import { hasUndeclaredColumns } from '../db/schema/sync-database-schema.js';
 import type { Logger } from '../logger.js';
-import { isRecordId } from '../schema/record-id.js';
+import { isSafeRecordId } from '../schema/record-id.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isStoredFileName } from './file-names.js';
 import { listFileNames } from './record-files.js';
@@ -265,7 +265,7 @@ function parseFileKey(registry: SchemaRegistry, key: string): ParsedFileKey | un
   if (segments.length !== 3 && segments.length !== 4) return undefined;
   const [collectionId, recordId, third, fourth] = segments as [string, string, string, string | undefined];
   const collection = registry.get(collectionId);
-  if (!collection || collection.id !== collectionId || !isRecordId(recordId)) return undefined;
+  if (!collection || collection.id !== collectionId || !isSafeRecordId(recordId)) return undefined;
   if (fourth === undefined) return isStoredFileName(third) ? { collection, recordId, name: third } : undefined;
   if (!third.startsWith('thumbs_')) return undefined;
   const name = third.slice('thumbs_'.length);

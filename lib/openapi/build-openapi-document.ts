@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
-import { describeFieldSchemas, RECORD_DATE_PATTERN, RECORD_ID_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
+import { DEFAULT_RECORD_ID_FORMAT, describeNewRecordId, describeStoredRecordId, OPTIONAL_RECORD_ID_PATTERN, OPTIONAL_SAFE_RECORD_ID_PATTERN, RECORD_ID_PATTERN, SAFE_RECORD_ID_PATTERN } from '../schema/record-id.js';
+import { describeFieldSchemas, RECORD_DATE_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
 import { ERROR_RESPONSES, type ErrorResponseName } from './error-responses.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
@@ -88,7 +89,7 @@ function buildRecordSchema(registry: SchemaRegistry, collection: CollectionSchem
   const properties: [string, unknown][] = [
     ['collectionId', { type: 'string', const: collection.id }],
     ['collectionName', { type: 'string', const: collection.name }],
-    ['id', { type: 'string', pattern: RECORD_ID_PATTERN }],
+    ['id', describeStoredRecordId(collection.recordId)],
     ...[...fields].map(([field, schemas]): [string, unknown] => [field.name, schemas.record]),
     ['created', { type: 'string', pattern: RECORD_DATE_PATTERN, description: 'YYYY-MM-DD hh:mm:ss.mmmZ (UTC).' }],
     ['updated', { type: 'string', pattern: RECORD_DATE_PATTERN, description: 'YYYY-MM-DD hh:mm:ss.mmmZ (UTC).' }],
@@ -114,13 +115,14 @@ function buildInputSchema(options: {
   pick: (schemas: FieldSchemas) => JsonSchema | undefined;
   modifiers?: (schemas: FieldSchemas) => FieldSchemas['updateModifiers'];
   requireRequired: boolean;
-  withId: boolean;
+  /** The collection's id settings on a create; absent on an update. */
+  withId?: CollectionSchema['recordId'];
   form: boolean;
   description: string;
 }): JsonSchema {
   const properties: [string, unknown][] = [];
   const required: string[] = [];
-  if (options.withId) properties.push(['id', { type: 'string', pattern: RECORD_ID_PATTERN, description: 'Optional: a valid unused id; otherwise one is generated.' }]);
+  if (options.withId) properties.push(['id', describeIdInput(options.withId)]);
   for (const [field, schemas] of options.fields) {
     const schema = options.pick(schemas);
     if (schema === undefined) continue;
@@ -178,7 +180,7 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
       ? ' In multipart, fields not sent are cleared (send every field to keep); a file field keeps only the files sent.'
       : ' Only the fields sent change.';
   for (const collection of registry.collections) {
-    const fields = describeCollectionFields(collection);
+    const fields = describeCollectionFields(registry, collection);
     const hasFiles = [...fields.keys()].some((f) => f.type === 'file');
     const name = collection.name;
     schemas.push([toTypeName(name, 'record'), buildRecordSchema(registry, collection, fields)]);
@@ -200,16 +202,16 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
     if (collection.type === 'view') continue;
     schemas.push([
       toTypeName(name, 'create'),
-      buildInputSchema({ fields, pick: (s) => s.create, requireRequired: true, withId: true, form: false, description: `A new ${name} record as JSON.${hasFiles ? ' Files need multipart.' : ''}` }),
+      buildInputSchema({ fields, pick: (s) => s.create, requireRequired: true, withId: collection.recordId, form: false, description: `A new ${name} record as JSON.${hasFiles ? ' Files need multipart.' : ''}` }),
     ]);
     schemas.push([
       toTypeName(name, 'update'),
-      buildInputSchema({ fields, pick: (s) => s.update, modifiers: (s) => s.updateModifiers, requireRequired: false, withId: false, form: false, description: `Changes to a ${name} record as JSON: only the fields sent change.` }),
+      buildInputSchema({ fields, pick: (s) => s.update, modifiers: (s) => s.updateModifiers, requireRequired: false, form: false, description: `Changes to a ${name} record as JSON: only the fields sent change.` }),
     ]);
     if (hasFiles) {
       schemas.push([
         toTypeName(name, 'createForm'),
-        buildInputSchema({ fields, pick: (s) => s.createForm, requireRequired: true, withId: true, form: true, description: `A new ${name} record as multipart: one part per field, files as file parts.` }),
+        buildInputSchema({ fields, pick: (s) => s.createForm, requireRequired: true, withId: collection.recordId, form: true, description: `A new ${name} record as multipart: one part per field, files as file parts.` }),
       ]);
       schemas.push([
         toTypeName(name, 'updateForm'),
@@ -218,7 +220,6 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
           pick: (s) => s.updateForm,
           modifiers: (s) => s.updateFormModifiers,
           requireRequired: false,
-          withId: false,
           form: true,
           description: `Changes to a ${name} record as multipart.${replaceNote}`,
         }),
@@ -228,8 +229,32 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
   return Object.fromEntries(schemas);
 }
 
-function describeCollectionFields(collection: CollectionSchema): Map<FieldSchema, FieldSchemas> {
-  return new Map(visibleFields(collection).map((f) => [f, describeFieldSchemas(f)]));
+function describeCollectionFields(registry: SchemaRegistry, collection: CollectionSchema): Map<FieldSchema, FieldSchemas> {
+  return new Map(visibleFields(collection).map((f) => [f, withTargetIds(registry, f, describeFieldSchemas(f))]));
+}
+
+/** A create's `id`: the collection's settings; optional, since without it one is generated (or, with no autogeneratePattern, required by a 422). */
+function describeIdInput(format: CollectionSchema['recordId']): JsonSchema {
+  const id: JsonSchema = describeNewRecordId(format);
+  const generated = format.autogeneratePattern === '' ? 'Required: this collection generates no ids.' : 'Optional: a valid unused id; otherwise one is generated.';
+  return { ...id, description: typeof id.description === 'string' ? `${generated} ${id.description}` : generated };
+}
+
+/**
+ * A relation field describes the default id (lib/schema/fields/relation.ts); one whose target
+ * declares its own id field takes any safe id instead, as validation does (existence in the target
+ * decides the rest).
+ */
+function withTargetIds(registry: SchemaRegistry, field: FieldSchema, schemas: FieldSchemas): FieldSchemas {
+  if (field.relationTo === undefined || registry.get(field.relationTo)?.recordId === DEFAULT_RECORD_ID_FORMAT) return schemas;
+  const swap = (value: unknown): unknown => {
+    if (value === RECORD_ID_PATTERN) return SAFE_RECORD_ID_PATTERN;
+    if (value === OPTIONAL_RECORD_ID_PATTERN) return OPTIONAL_SAFE_RECORD_ID_PATTERN;
+    if (Array.isArray(value)) return value.map(swap);
+    if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, swap(v)]));
+    return value;
+  };
+  return swap(schemas) as FieldSchemas;
 }
 
 function buildParameters(limits: OpenApiOptions['limits']): Record<string, unknown> {
@@ -267,7 +292,7 @@ function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSc
   const expand = expandParameter(registry, collection);
   const shape = [{ $ref: '#/components/parameters/fields' }, expand];
   const record = ref(toTypeName(name, 'record'));
-  const fields = describeCollectionFields(collection);
+  const fields = describeCollectionFields(registry, collection);
   const hasFiles = [...fields.keys()].some((f) => f.type === 'file');
   const body = (json: string, form: string) => {
     const formBody: Record<string, unknown> = { schema: ref(hasFiles ? form : json) };

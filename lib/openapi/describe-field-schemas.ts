@@ -10,7 +10,6 @@ import { fieldTypeOf } from '../schema/field-types.js';
 
 export type { FieldSchemas, JsonSchema, ModifierSchema } from '../schema/field-schemas.js';
 export { RECORD_DATE_PATTERN } from '../schema/record-date.js';
-export { RECORD_ID_PATTERN } from '../schema/record-id.js';
 
 /** The schemas of one declared field, with its `help` and `presentable` hints. System fields (id, created, updated) are the document's own. */
 export function describeFieldSchemas(field: FieldSchema): FieldSchemas {

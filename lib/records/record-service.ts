@@ -8,7 +8,7 @@ import type { Upload } from '../files/upload.js';
 import type { Logger } from '../logger.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import { isReadableId, isRecordId } from '../schema/record-id.js';
+import { isReadableId, isSafeRecordId } from '../schema/record-id.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
@@ -236,15 +236,16 @@ export class ScopedRecordService {
       const beforeHook = hooks.has(collection, 'beforeCreate');
       const plan = planWrite({ operation: 'create', joinsUnit: this.context.unit !== undefined, beforeHook, ruleSeesRow: ruleWhere.length > 0 });
       return this.parts.runPlanned(plan, this.context, async (unit) => {
-        if (ruleWhere.length > 0 && !(await unit.store.matchesNewRow({ collection, values: writer.previewValues(collection, write), where: ruleWhere }))) {
+        let id = await writer.chooseId(unit.store, collection, write.data);
+        if (ruleWhere.length > 0 && !(await unit.store.matchesNewRow({ collection, values: writer.previewValues(collection, write, id), where: ruleWhere }))) {
           throw new ForbiddenError('You are not allowed to create this record.');
         }
         if (beforeHook) {
           writer.throwIfInvalid(collection, write);
           await hooks.runBefore(collection, 'beforeCreate', { ...this.eventBase(collection, unit), data: write.data });
           checkHookData(collection, write.data, { hook: 'beforeCreate', allowId: true });
+          id = await writer.chooseId(unit.store, collection, write.data, id);
         }
-        const id = writer.chooseId(write.data);
         const values = writer.validate(collection, write);
         await writer.writeFiles(unit, collection, { id, values, write });
         const created = await writer.insert(unit.store, collection, { id, values });
@@ -483,9 +484,9 @@ async function lockedRow(store: RecordStore, options: { collection: CollectionSc
   return record && { record };
 }
 
-/** Every stored id is well-formed, so anything else is a 404 without asking the database. */
+/** Every stored id is safe (lib/schema/record-id.ts), so anything else is a 404 without asking the database. */
 function requireRecordId(id: string): void {
-  if (!isRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
+  if (!isSafeRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
 }
 
 /**

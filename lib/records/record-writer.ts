@@ -1,10 +1,10 @@
 import { ValidationError, type FieldError } from '../errors.js';
-import type { RecordStore, RecordValues, RelationRequirement } from '../db/record-store.js';
+import { RECORD_ALIAS, type RecordStore, type RecordValues, type RelationRequirement } from '../db/record-store.js';
 import { uniqueViolationConstraint } from '../db/statements/translate-database-error.js';
 import { listFileNames, type RecordFiles } from '../files/record-files.js';
 import type { StagedUpload } from '../files/stage-uploads.js';
 import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import { generateRecordId, isRecordId } from '../schema/record-id.js';
+import { bindValue, quoteIdent, rawSql, sql } from '../sql-fragment.js';
 import type { CompiledCollections } from './compile-collections.js';
 import { readStoredValue, type NormalizedWrite } from './normalize-write.js';
 import { listRelationIds } from './relation-ids.js';
@@ -62,9 +62,9 @@ export class RecordWriter {
     );
   }
 
-  /** The full values a create would store, before validation: the create rule reads them on a row built from them. */
-  previewValues(collection: CollectionSchema, write: NormalizedWrite): RecordValues {
-    const values: RecordValues = { id: this.chooseId(write.data) };
+  /** The full values a create would store under `id` (chooseId's), before validation: the create rule reads them on a row built from them. */
+  previewValues(collection: CollectionSchema, write: NormalizedWrite, id: string): RecordValues {
+    const values: RecordValues = { id };
     for (const field of collection.fields) {
       if (field.system) continue;
       values[field.name] = Object.prototype.hasOwnProperty.call(write.data, field.name) ? write.data[field.name] : readStoredValue(field, undefined);
@@ -90,14 +90,29 @@ export class RecordWriter {
     });
   }
 
-  /** The id a create asked for (`data.id`), checked, or a new one. */
-  chooseId(data: Record<string, unknown>): string {
+  /**
+   * The id of a create: the one it asked for (`data.id`), checked against the collection's id
+   * settings, or else `chosen` (the id chosen before a before-hook ran), or else a new one from the
+   * settings (without an autogeneratePattern a create must send one). Chosen once, before the create
+   * rule, so the rule sees the row under the id the insert stores; chosen again only when a
+   * `beforeCreate` hook sets another. Where ids may differ by case alone (a declared pattern that is
+   * not PocketBase's default), an id that differs from a stored one only by case is refused, as
+   * PocketBase does: on a file system that ignores case (macOS, Windows) both records' files would
+   * share one folder.
+   */
+  async chooseId(store: RecordStore, collection: CollectionSchema, data: Record<string, unknown>, chosen?: string): Promise<string> {
     const requested = Object.prototype.hasOwnProperty.call(data, 'id') ? data.id : undefined;
-    if (requested === undefined || requested === null || requested === '') return generateRecordId();
-    if (!isRecordId(requested)) {
-      throw new ValidationError({ id: { code: 'validation_invalid_format', message: 'Must be 15 characters of a-z and 0-9.' } });
+    if (requested === undefined || requested === null || requested === '' || requested === chosen) {
+      if (chosen !== undefined) return chosen;
+      const generated = collection.recordId.generate();
+      if (generated === undefined) throw new ValidationError({ id: { code: 'validation_required', message: 'Cannot be blank: this collection generates no ids.' } });
+      await refuseCaseTwin(store, collection, generated);
+      return generated;
     }
-    return requested;
+    const error = collection.recordId.check(requested);
+    if (error) throw new ValidationError({ id: error });
+    await refuseCaseTwin(store, collection, requested as string);
+    return requested as string;
   }
 
   /** Every relation id that is new in `values` (not in `existing`) must exist in its target collection. */
@@ -131,6 +146,14 @@ export class RecordWriter {
     }
     return requirements;
   }
+}
+
+/** The 422 of an id that differs from a stored one only by case, where ids may (see chooseId). */
+async function refuseCaseTwin(store: RecordStore, collection: CollectionSchema, id: string): Promise<void> {
+  if (collection.recordId.lowercaseOnly) return;
+  const sameIgnoringCase = sql`lower(${quoteIdent(RECORD_ALIAS)}.${quoteIdent('id')}) = lower(${bindValue(id, 'text')})`;
+  const twins = await store.selectPage({ collection, where: [sameIgnoringCase], orderBy: rawSql('1'), limit: 1, offset: 0 });
+  if (twins.length > 0) throw new ValidationError({ id: { code: 'validation_not_unique', message: 'Value must be unique (ids that differ only by case are one folder on some file systems).' } });
 }
 
 /** A unique index violation as a 422 on the index's first field (the primary key: `id`). */

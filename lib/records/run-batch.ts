@@ -5,7 +5,7 @@ import { BadRequestError, BatchError, ConflictError, InternalError, RecordbaseEr
 import type { Upload } from '../files/upload.js';
 import type { Logger } from '../logger.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
-import { isRecordId } from '../schema/record-id.js';
+import { isSafeRecordId } from '../schema/record-id.js';
 import type { Caller } from './caller.js';
 import type { ExpandBudget } from './expand-records.js';
 import { parseResponseShape } from './present-records.js';
@@ -250,7 +250,7 @@ async function runRequest(options: RunBatchOptions, step: { unit: WriteUnit; req
 
 /** An upsert updates when its body names an existing record (a plain lookup: the update rule decides the rest). */
 async function upsertTargetExists(store: RecordStore, collection: CollectionSchema, id: unknown): Promise<boolean> {
-  if (!isRecordId(id)) return false;
+  if (!isSafeRecordId(id)) return false;
   return (await store.selectById({ collection, id })) !== undefined;
 }
 

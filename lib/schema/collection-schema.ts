@@ -4,6 +4,7 @@ import type { CollectionDefinition, FieldDefinition, Rule, ViewCollectionDefinit
 import { checkCollectionId, checkCollectionName, checkFieldName, isFieldName, MAX_IDENTIFIER } from './collection-names.js';
 import { checkFieldBase, FIELD_BASE_KEYS } from './field-type-spec.js';
 import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
+import { checkIdField, DEFAULT_RECORD_ID_FORMAT, type IdFieldDefinition, type RecordIdFormat } from './record-id.js';
 
 // The checked model is read from here by every layer above the schema.
 export type { StorageKind } from './storage-kinds.js';
@@ -46,6 +47,8 @@ export interface CollectionSchema {
   readonly shownColumns?: readonly string[];
   /** A field by name, system fields included. */
   field(name: string): FieldSchema | undefined;
+  /** What a new record's id must be and how one is made: the declared `id` field's settings, or the default (lib/schema/record-id.ts). */
+  readonly recordId: RecordIdFormat;
 }
 
 /** A relation field of another (or the same) collection that points at a given collection. */
@@ -203,9 +206,18 @@ function checkCollection(def: CollectionDefinition): CollectionSchema {
 function checkBaseCollection(def: CollectionDefinition, id: string): CollectionSchema {
   if (def.fields !== undefined && !Array.isArray(def.fields)) throw new SchemaError(`collection "${def.name}": "fields" must be an array`);
   const names = new Set<string>();
-  const fields = [...SYSTEM_FIELDS, ...(def.fields ?? []).map((f) => checkField(def.name, f, names))];
+  const declared = def.fields ?? [];
+  const idFields = declared.filter(isIdField) as unknown[] as IdFieldDefinition[];
+  if (idFields.length > 1) throw new SchemaError(`collection "${def.name}": the id field is declared twice`);
+  const recordId = idFields.length === 1 ? checkIdField(`collection "${def.name}", field "id"`, idFields[0]) : DEFAULT_RECORD_ID_FORMAT;
+  const fields = [...SYSTEM_FIELDS, ...declared.filter((f) => !isIdField(f)).map((f) => checkField(def.name, f, names))];
   const field = lookupFields(fields);
-  return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), indexes: checkIndexes(def, field), field };
+  return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), indexes: checkIndexes(def, field), field, recordId };
+}
+
+/** The one system field a collection may declare: `id`, with its settings (docs/collections.md, "The id field"). */
+function isIdField(def: unknown): boolean {
+  return typeof def === 'object' && def !== null && (def as { name?: unknown }).name === 'id';
 }
 
 function lookupFields(fields: readonly FieldSchema[]): (name: string) => FieldSchema | undefined {
@@ -229,7 +241,7 @@ function checkViewCollection(def: ViewCollectionDefinition, id: string): Collect
   }
   const fields = [SYSTEM_FIELDS[0]];
   const rules = checkRules(def.name, def);
-  return { id, name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, ...(shown !== undefined ? { shownColumns: [...(shown as string[])] } : {}), fields, rules, indexes: [], field: lookupFields(fields) };
+  return { id, name: def.name, table: def.name, type: 'view', viewQuery: def.viewQuery, ...(shown !== undefined ? { shownColumns: [...(shown as string[])] } : {}), fields, rules, indexes: [], field: lookupFields(fields), recordId: DEFAULT_RECORD_ID_FORMAT };
 }
 
 /** What the schema sync learnt of a view's columns (lib/schema/view-schema.ts): its fields, and the system dates it selects. */

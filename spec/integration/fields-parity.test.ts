@@ -1,4 +1,6 @@
 import { createRecordsRouter, ValidationError, type CollectionDefinition, type FieldDefinition } from '../../lib/index.js';
+import { buildSchemaRegistry } from '../../lib/schema/collection-schema.js';
+import { DEFAULT_RECORD_ID_FORMAT } from '../../lib/schema/record-id.js';
 import { OPEN_RULES } from '../support/open-rules.js';
 import { createMemoryLogger, startTestApp, type TestApp } from '../support/test-app.js';
 import { openTestDatabase, testEngines } from '../support/test-database.js';
@@ -589,14 +591,16 @@ describe.each(testEngines())('a PocketBase collection export on %s', (engine) =>
     }
   }, 90_000);
 
-  test("PocketBase's own fields left in are refused, naming the field: recordbase has its own id, created and updated", async () => {
+  test("PocketBase's own created and updated left in are refused, naming the field; its id field as exported is the default id (issue 45)", async () => {
     const database = await openTestDatabase(engine);
     try {
       const [category] = translateExport(POCKETBASE_EXPORT.slice(0, 1));
       const start = (...extra: object[]) => () =>
         createRecordsRouter({ collections: [{ ...category!, fields: [...category!.fields!, ...(extra as FieldDefinition[])] }], database: database.db, logger: createMemoryLogger() });
       const [idField, , createdField] = POCKETBASE_EXPORT[0]!.fields;
-      expect(start(idField!)).toThrow(/field "id": "id" is a system field and cannot be declared/);
+      const withId = { ...category!, fields: [...category!.fields!, idField as FieldDefinition] };
+      expect(buildSchemaRegistry([withId]).get(withId.name)!.recordId).toBe(DEFAULT_RECORD_ID_FORMAT);
+      expect(start({ ...idField!, primaryKey: false })).toThrow(/field "id": primaryKey can only be true on the id field/);
       expect(start(createdField!)).toThrow(/field "created": "created" is a system field and cannot be declared/);
       expect(start({ ...idField!, name: 'pbid' })).toThrow(/field "pbid": system fields are recordbase's own/);
       expect(start({ ...idField!, name: 'pbid', system: false })).toThrow(/field "pbid": primaryKey: the record id is recordbase's own/);

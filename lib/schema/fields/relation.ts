@@ -2,7 +2,7 @@
 import { SchemaError } from '../../errors.js';
 import { describeListModifiers, listOf, sameInput, type JsonSchema } from '../field-schemas.js';
 import { defineFieldType, withoutUnset } from '../field-type-spec.js';
-import { OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN } from '../record-id.js';
+import { OPTIONAL_RECORD_ID_PATTERN, RECORD_ID_PATTERN, SAFE_RECORD_ID_PATTERN } from '../record-id.js';
 import { checkLimit, checkMaxSelect } from './check-limit.js';
 import { constrainItems, describeListBehaviour, TOO_MANY_VALUES, type ListFieldDefinition } from './list-field.js';
 
@@ -18,8 +18,10 @@ export interface RelationFieldDefinition extends ListFieldDefinition {
 }
 
 /**
- * The relation type (docs/collections.md). Validation checks the ids' shape only (a malformed id
- * cannot exist, hence its wording); the record service checks that they exist.
+ * The relation type (docs/collections.md). Validation checks only that each id is safe (an unsafe
+ * one cannot exist, hence the wording); the record service checks that they exist in the target,
+ * so an id is held to the target's own settings (its `id` field). The OpenAPI document quotes the
+ * default id pattern here and the target's own where it declares one (lib/openapi/).
  */
 export const relationField = defineFieldType<RelationFieldDefinition>({
   type: 'relation',
@@ -39,7 +41,7 @@ export const relationField = defineFieldType<RelationFieldDefinition>({
   },
   normalize: (def) => withoutUnset(def, ['maxSelect', 'minSelect']),
   relationTarget: (def) => def.collection,
-  constraints: (field) => constrainItems(field, { type: 'string', pattern: RECORD_ID_PATTERN }, field.definition.maxSelect),
+  constraints: (field) => constrainItems(field, { type: 'string', pattern: SAFE_RECORD_ID_PATTERN }, field.definition.maxSelect),
   checkValue({ definition: def }, value) {
     const count = Array.isArray(value) ? value.length : typeof value === 'string' && value !== '' ? 1 : 0;
     if (def.minSelect === undefined || count === 0 || count >= def.minSelect) return null;

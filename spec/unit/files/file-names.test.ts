@@ -168,8 +168,14 @@ describe('key builders', () => {
     ['collectionId', 'pbc posts'],
     ['collectionId', 'x'.repeat(64)],
     ['recordId', '../abcdefghij12'],
-    ['recordId', 'ABCDEFGHIJ12345'],
-    ['recordId', 'short'],
+    // Any safe id (lib/schema/record-id.ts) names a record's folder; these are none.
+    ['recordId', '..'],
+    ['recordId', 'a.b'],
+    ['recordId', 'a%2fb'],
+    ['recordId', 'a\\b'],
+    ['recordId', 'a\u0000b'],
+    ['recordId', 'CON'],
+    ['recordId', 'x'.repeat(101)],
     ['recordId', 'abcdefghij1234/'],
     ['name', '../../etc/passwd'],
     ['name', 'photo.png'],
@@ -179,6 +185,12 @@ describe('key builders', () => {
     const bad = { ...parts, [field]: value };
     expect(() => buildFileKey(bad)).toThrow(InvalidStorageKeyError);
     expect(() => buildThumbnailKey({ ...bad, spec: '100x100' })).toThrow(InvalidStorageKeyError);
+  });
+
+  test('a provider id or a uuid names a record\'s folder like a default id', () => {
+    for (const recordId of ['user_2NNEqL2nrIRdJ194ndJqAHwEfxC', '3f1c2a4e-9b7d-4c8e-a1f0-5d6e7b8c9a01']) {
+      expect(buildFileKey({ ...parts, recordId })).toBe(`pbc_3142635823/${recordId}/photo_abcdefghij.png`);
+    }
   });
 
   test.each(['', '100', 'x100', '100x', '100x100/..', '../100x100', '100X100', '12345x1', '100x100 ', '100x100_b', `1x1${'a'.repeat(41)}`])(
