@@ -76,12 +76,16 @@ interface IndexStatement {
 /** An index a base collection gets without declaring it: built with `method` (GIN for a multi-valued column). */
 export interface AutomaticIndex extends IndexSchema {
   readonly method: 'btree' | 'gin';
+  /** Indexes `lower(column)`: the unique index that makes ids differing by case alone one id. */
+  readonly lowercased?: boolean;
 }
 
 /**
  * The indexes every base collection gets without asking: `(created, id)` (the default list
- * order), each single relation column, and a GIN index on each multi-valued field. The schema
- * sync creates them; the dashboard lists them beside the declared ones.
+ * order), each single relation column, a GIN index on each multi-valued field, and, where the id
+ * pattern allows capitals, a unique index on `lower(id)` (a create's check for a case twin is an
+ * index lookup, not a scan of the table, and two creates racing with `A1` and `a1` cannot both
+ * commit). The schema sync creates them; the dashboard lists them beside the declared ones.
  */
 export function automaticIndexes(c: CollectionSchema): AutomaticIndex[] {
   const index = (name: string, columns: string[], method: AutomaticIndex['method'] = 'btree'): AutomaticIndex => ({
@@ -91,6 +95,7 @@ export function automaticIndexes(c: CollectionSchema): AutomaticIndex[] {
     method,
   });
   const out = [index(`idx_${c.table}_created`, ['created', 'id'])];
+  if (!c.recordId.lowercaseOnly) out.push({ ...index(`idx_${c.table}_id_lower`, ['id']), unique: true, lowercased: true });
   for (const f of c.fields) {
     if (f.system) continue;
     if (f.multiple) out.push(index(`idx_${c.table}_${f.column}_gin`, [f.column], 'gin'));
@@ -104,7 +109,7 @@ function indexesOf(c: CollectionSchema): IndexStatement[] {
   const t = q(c.table);
   const out: IndexStatement[] = automaticIndexes(c).map((index) => ({
     name: index.name,
-    sql: `CREATE INDEX IF NOT EXISTS ${q(index.name)} ON ${t} ${index.method === 'gin' ? 'USING gin ' : ''}(${index.columns.map((col) => q(col.column)).join(', ')})`,
+    sql: `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${q(index.name)} ON ${t} ${index.method === 'gin' ? 'USING gin ' : ''}(${index.columns.map((col) => (index.lowercased ? `lower(${q(col.column)})` : q(col.column))).join(', ')})`,
   }));
   for (const index of c.indexes) {
     const columns = index.columns.map((col) => `${q(col.column)}${col.descending ? ' DESC' : ''}`).join(', ');

@@ -218,6 +218,19 @@ describe.each(testEngines())('provider user ids as record ids (%s)', (engine) =>
     expect([twin.status, twin.body.data]).toEqual([422, { id: { code: 'validation_not_unique', message: expect.any(String) } }]);
   });
 
+  test('case twins racing each other: one create commits, the others are 422, never two records (a unique index on lower(id))', async () => {
+    const variants = Array.from({ length: 8 }, (_, i) => `user_${[0, 1, 2].map((bit) => ((i >> bit) & 1 ? 'B' : 'b')).join('')}${'b'.repeat(24)}`);
+    for (const id of variants) tokens[id] ??= await sign(id);
+    const results = await Promise.all(variants.map((id) => app.http.post('/backend/api/collections/users/records').set(as(id)).send({ id })));
+    expect(results.map((res) => res.status).sort()).toEqual([200, 422, 422, 422, 422, 422, 422, 422]);
+    for (const res of results.filter((r) => r.status === 422)) expect(res.body.data).toEqual({ id: { code: 'validation_not_unique', message: expect.any(String) } });
+    const stored = await app.database.db.raw(`SELECT count(*)::int AS n FROM "users" WHERE lower("id") = ?`, [variants[0]!.toLowerCase()]);
+    expect((stored.rows as { n: number }[])[0]!.n).toBe(1);
+    // The check is the index's: a lookup, not a scan of the table.
+    const index = await app.database.db.raw(`SELECT indexdef FROM pg_indexes WHERE tablename = 'users' AND indexname = 'idx_users_id_lower'`);
+    expect((index.rows as { indexdef: string }[]).map((row) => row.indexdef)).toEqual([expect.stringMatching(/^CREATE UNIQUE INDEX idx_users_id_lower ON .*users USING btree \(lower\(id\)\)$/)]);
+  });
+
   test('the create rule sees the id the insert stores', async () => {
     for (let i = 0; i < 24; i++) {
       const res = await app.http.post('/backend/api/collections/pairs/records').send({});
