@@ -68,6 +68,7 @@ export type {
   AutodateFieldDefinition,
   GeoPointFieldDefinition,
 } from './schema/definitions.js';
+export type { IdFieldDefinition } from './schema/record-id.js';
 export {
   RecordbaseError,
   BadRequestError,
@@ -85,4 +86,4 @@ export {
   RateLimitError,
   type FieldError,
 } from './errors.js';
-export type { Migration, MigrationContext, MigrationModule, MigrationsOption, ChangeFieldTypeOptions } from './migrations/migration-definition.js';
+export type { Migration, MigrationContext, MigrationModule, MigrationsOption, ChangeFieldTypeOptions, FieldTypeDefinition } from './migrations/migration-definition.js';

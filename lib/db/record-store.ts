@@ -302,15 +302,16 @@ export class RecordStore {
     const { sql, name } = statements.shape(key, () => {
       const columns = [...fields.map((f) => q(f.column)), q('id'), q('created'), q('updated')].join(', ');
       if (relations.length === 0) {
-        return `INSERT INTO ${q(collection.table)} (${columns}) VALUES (${fields.map(() => '?').join(', ')}, ?, now(), now()) RETURNING ${statements.returning}`;
+        return `INSERT INTO ${q(collection.table)} (${columns}) VALUES (${[...fields.map(() => '?'), '?', 'now()', 'now()'].join(', ')}) RETURNING ${statements.returning}`;
       }
-      const casts = fields.map((f) => `?::${STORAGE_KINDS[f.storage].bindCast}`).join(', ');
+      // A collection may have no field of its own: then only the id and the dates are written.
+      const selected = [...fields.map((f) => `?::${STORAGE_KINDS[f.storage].bindCast}`), '?::text', 'now()', 'now()'].join(', ');
       const checks = relations.map((r) =>
         r.multiple
           ? `(SELECT count(*) FROM ${q(r.target.table)} WHERE ${q('id')} = ANY(?::text[])) = ?::int`
           : `EXISTS (SELECT 1 FROM ${q(r.target.table)} WHERE ${q('id')} = ?::text)`,
       );
-      return `INSERT INTO ${q(collection.table)} (${columns}) SELECT ${casts}, ?::text, now(), now() WHERE ${checks.join(' AND ')} RETURNING ${statements.returning}`;
+      return `INSERT INTO ${q(collection.table)} (${columns}) SELECT ${selected} WHERE ${checks.join(' AND ')} RETURNING ${statements.returning}`;
     });
     const bindings: unknown[] = fields.map((f) => columnValue(f, values[f.name]));
     bindings.push(values.id);

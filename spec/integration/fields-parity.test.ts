@@ -603,7 +603,7 @@ describe.each(testEngines())('a PocketBase collection export on %s', (engine) =>
       expect(start({ ...idField!, primaryKey: false })).toThrow(/field "id": primaryKey can only be true on the id field/);
       expect(start(createdField!)).toThrow(/field "created": "created" is a system field and cannot be declared/);
       expect(start({ ...idField!, name: 'pbid' })).toThrow(/field "pbid": system fields are recordbase's own/);
-      expect(start({ ...idField!, name: 'pbid', system: false })).toThrow(/field "pbid": primaryKey: the record id is recordbase's own/);
+      expect(start({ ...idField!, name: 'pbid', system: false })).toThrow(/field "pbid": primaryKey is only for the field named id/);
     } finally {
       await database.destroy();
     }

@@ -179,6 +179,20 @@ describe.each(testEngines({ pooler: true }))('records CRUD on %s', (engine) => {
       }
     });
 
+    test('a collection with no field of its own: create (with and without an id), view and list', async () => {
+      const bare = await startTestApp(engine, { collections: [{ name: 'marks', fields: [], rules: { list: '', view: '', create: '', update: '', delete: '' } }] });
+      try {
+        const generated = await bare.http.post(api('marks/records')).send({});
+        expect([generated.status, Object.keys(generated.body).sort()]).toEqual([200, ['collectionId', 'collectionName', 'created', 'id', 'updated']]);
+        const chosen = await bare.http.post(api('marks/records')).send({ id: 'markchosen00001' });
+        expect([chosen.status, chosen.body.id]).toEqual([200, 'markchosen00001']);
+        expect((await bare.http.get(api('marks/records/markchosen00001'))).status).toBe(200);
+        expect((await bare.http.get(api('marks/records'))).body.totalItems).toBe(2);
+      } finally {
+        await bare.close();
+      }
+    });
+
     test('an unknown collection is a 404, by name or id', async () => {
       const res = await app.http.get(api('nope/records'));
       expect(res.status).toBe(404);

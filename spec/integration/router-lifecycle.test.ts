@@ -139,7 +139,7 @@ describe('router lifecycle', () => {
 
   test('invalid definitions throw at creation, naming what is wrong', () => {
     expect(() => createRecordsRouter({ collections: [{ name: 'Bad Name', fields: [] }], dataDir: dir })).toThrow(/collection "Bad Name"/);
-    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 'id', type: 'text' }] }], dataDir: dir })).toThrow(/system field/);
+    expect(() => createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 'id', type: 'text' }] }], dataDir: dir })).toThrow(/field "id": the id field needs "pattern"/);
     expect(() =>
       createRecordsRouter({ collections: [{ name: 'a', fields: [{ name: 'r', type: 'relation', collection: 'missing' }] }], dataDir: dir }),
     ).toThrow(/collection "a", field "r": relation target "missing"/);

@@ -123,7 +123,7 @@ export const textField = defineFieldType<TextFieldDefinition>({
     }
     checkAutogenerate(def, where);
     if (def.primaryKey !== undefined && def.primaryKey !== false) {
-      throw new SchemaError(`${where}: primaryKey: the record id is recordbase's own system field; leave PocketBase's id field out of the definition`);
+      throw new SchemaError(`${where}: primaryKey is only for the field named id (docs/collections.md, "The id field"); another field cannot be the record's key`);
     }
   },
   normalize: (def) => withoutUnset(def, ['min', 'max', 'pattern', 'autogeneratePattern']),

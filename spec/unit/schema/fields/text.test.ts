@@ -9,7 +9,7 @@ describe('the text field type', () => {
     ['an autogeneratePattern longer than max', { type: 'text', max: 5, autogeneratePattern: '[a-z]{8}' }, /could produce values the field refuses .* such as "[a-z]{8}"/],
     ['an autogeneratePattern the pattern refuses', { type: 'text', pattern: '^[0-9]+$', autogeneratePattern: '[a-z]{3}' }, /could produce values the field refuses/],
     ['an autogeneratePattern that may produce too much', { type: 'text', autogeneratePattern: '(x{100}){100}' }, /more than 5000/],
-    ['a text primaryKey', { type: 'text', primaryKey: true }, /primaryKey: the record id is recordbase's own/],
+    ['a text primaryKey', { type: 'text', primaryKey: true }, /primaryKey is only for the field named id/],
     ['a negative text max', { type: 'text', max: -1 }, /max must be a non-negative integer/],
   ]);
 
