@@ -117,7 +117,8 @@ export function parseSubscription(raw: string, registry: SchemaRegistry): Subscr
     throw err;
   }
   const shapeKey = JSON.stringify([query.expand ?? '', query.fields ?? '']);
-  const filter = query.filter !== undefined && query.filter.trim() !== '' ? query.filter : undefined;
+  // `""` is no filter; one of only whitespace or comments is the parser's 400, as on a list.
+  const filter = query.filter !== undefined && query.filter !== '' ? query.filter : undefined;
   const slash = topic.indexOf('/');
   const collection = registry.get(topicKey(raw));
   const rest = slash < 0 ? '*' : topic.slice(slash + 1);

@@ -4,6 +4,7 @@ import type { CollectionDefinition } from '../../lib/index.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 import { ROOT } from '../support/query-fixtures.js';
+import { openSse } from '../support/sse-reader.js';
 
 /**
  * Issue 45, parity: PocketBase refuses an expression of only whitespace or comments ("empty filter
@@ -47,6 +48,21 @@ describe.each(testEngines())('a filter of only whitespace or comments (%s)', (en
     const res = await app.http.delete(api('notes/records')).query({ filter: '// everything' }).set(ROOT);
     expect(res.status).toBe(400);
     expect((await app.http.get(api('notes/records'))).body.totalItems).toBe(1);
+  });
+
+  test('a realtime subscription whose filter is only whitespace or comments is refused as the list refuses it; an empty one is no filter', async () => {
+    const stream = await openSse(`${app.baseUrl}/backend/api/realtime`);
+    try {
+      const clientId = await stream.clientId();
+      const topic = (filter: string) => `notes/*?options=${encodeURIComponent(JSON.stringify({ query: { filter } }))}`;
+      for (const filter of BLANKS) {
+        const res = await app.http.post('/backend/api/realtime').send({ clientId, subscriptions: [topic(filter)] });
+        expect([res.status, res.body.message]).toEqual([400, expect.stringContaining('empty expression')]);
+      }
+      expect((await app.http.post('/backend/api/realtime').send({ clientId, subscriptions: [topic('')] })).status).toBe(204);
+    } finally {
+      stream.close();
+    }
   });
 
   test('through the SDK: getList with a comment-only filter rejects with 400', async () => {

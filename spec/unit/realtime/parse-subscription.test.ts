@@ -37,10 +37,11 @@ describe('parseSubscription', () => {
     expect(sub.shape.selection).toBeDefined();
   });
 
-  test('an empty options object and a blank filter add nothing', () => {
-    const sub = parseSubscription(withOptions('posts/*', { query: { filter: '  ' } }), registry);
+  test('an empty options object and an empty filter add nothing; a blank filter is kept for the check, which refuses it as a list does', () => {
+    const sub = parseSubscription(withOptions('posts/*', { query: { filter: '' } }), registry);
     expect(sub.filter).toBeUndefined();
     expect(sub.shape.tree.size).toBe(0);
+    expect(parseSubscription(withOptions('posts/*', { query: { filter: '  ' } }), registry).filter).toBe('  ');
   });
 
   test.each([
