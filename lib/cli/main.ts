@@ -7,7 +7,6 @@ import type { Knex } from 'knex';
 import { createRecordsRouter } from '../router.js';
 import { createAppServer } from '../http/create-app-server.js';
 import { createLandingPage } from '../http/landing-page.js';
-import { embeddedDatabaseDir, openEmbeddedDatabase } from '../db/engine/open-embedded-database.js';
 import type { ResolvedOptions } from '../options.js';
 import { planDatabaseSync, previewViewCollections } from '../db/schema/sync-database-schema.js';
 import { sweepUnreferencedFiles, type SweepReport } from '../files/sweep-files.js';
@@ -18,7 +17,7 @@ import { BACKUP_COMMAND } from './backup-command.js';
 import { asUsageError, UsageError } from './command-args.js';
 import { RESTORE_COMMAND } from './restore-command.js';
 import { findConfigFile, loadCheckedConfig, loadConfig, type CheckedConfig } from './load-config.js';
-import { migrateCreate, migrateDown, migrateStatus, migrateUp, type MigrateInput } from './migrate-command.js';
+import { migrateCreate, migrateDown, migrateStatus, migrateUp, openConfiguredDatabase, type MigrateInput } from './migrate-command.js';
 
 const CONFIG_NOTE = `The config file (default ./recordbase.config.js, .mjs or .ts) is a module whose default export
 is the options object of createRecordsRouter (see docs/configuration.md).`;
@@ -45,10 +44,6 @@ async function releaseConfiguredDatabase(options: ResolvedOptions): Promise<void
   await options.database?.destroy();
 }
 
-/** The database the config names, or the embedded one under its dataDir: the same rule as the router (and its progress line on a first start, on stderr). */
-function openConfiguredDatabase(options: ResolvedOptions): Knex {
-  return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir), { onCreate: (message) => console.error(`recordbase: ${message}`) });
-}
 
 /** `host:port` as a URL authority: IPv6 addresses in brackets. */
 function formatAuthority(address: AddressInfo): string {

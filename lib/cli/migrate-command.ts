@@ -17,9 +17,13 @@ export interface MigrateInput {
   readonly configFile: string;
 }
 
-/** The database the config names, or the embedded one (whose lock names the process holding it, if one does). */
-function openDatabase(options: ResolvedOptions): Knex {
-  return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir));
+/**
+ * The database the config names, or the embedded one under its dataDir, as the router opens it
+ * (whose lock names the process holding it, if one does); a first start of the embedded one says
+ * so on stderr while it creates it. Every command that opens the config's database opens it here.
+ */
+export function openConfiguredDatabase(options: ResolvedOptions): Knex {
+  return options.database ?? openEmbeddedDatabase(embeddedDatabaseDir(options.dataDir), { onCreate: (message) => console.error(`recordbase: ${message}`) });
 }
 
 /** Whether the config's embedded database does not exist yet (opening it would create its folder). */
@@ -38,7 +42,7 @@ async function loadConfiguredMigrations(options: ResolvedOptions): Promise<Loade
 
 /** Runs `work` on the config's database and closes it, the host's Knex included (the command owns the process). */
 async function withDatabase<T>(options: ResolvedOptions, work: (db: Knex) => Promise<T>): Promise<T> {
-  const db = openDatabase(options);
+  const db = openConfiguredDatabase(options);
   try {
     return await work(db);
   } finally {

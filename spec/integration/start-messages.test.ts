@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { createRecordsRouter } from '../../lib/index.js';
 import type { CollectionDefinition } from '../../lib/schema/definitions.js';
 import { ensureBuilt } from '../support/built-package.js';
@@ -88,6 +90,14 @@ describe('recordbase serve', () => {
     } finally {
       await stopNode(child);
     }
+  }, 120_000);
+
+  test('recordbase migrate on a fresh dataDir prints the progress line on stderr too', async () => {
+    const cli = path.join(await ensureBuilt(), 'dist/lib/cli/main.js');
+    const dir = mkdtempSync(path.join(scratch, 'migrate-'));
+    writeFileSync(path.join(dir, 'recordbase.config.mjs'), `export default { dataDir: './data', collections: ${JSON.stringify(collections)} };\n`);
+    const { stderr } = await promisify(execFile)(process.execPath, [cli, 'migrate'], { cwd: dir });
+    expect(stderr.split('\n').filter((line) => line.startsWith('recordbase: creating the embedded database in '))).toEqual([expect.stringContaining(path.join(dir, 'data', 'db'))]);
   }, 120_000);
 
   test('without the dashboard prints no dashboard line', async () => {
