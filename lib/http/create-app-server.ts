@@ -45,6 +45,7 @@ export interface AppServerClasses {
  * `https.createServer({ ...tls, ...appServerClasses(app) }, app)`.
  */
 export function appServerClasses(app: PrototypedApp): AppServerClasses {
+  if (isBun) return { IncomingMessage: http.IncomingMessage, ServerResponse: http.ServerResponse };
   // Two ways to give Node's object the app's prototype from birth; which is cheaper is V8's
   // business, so `constructWithNewTarget` picks one by the running V8's version.
   function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
@@ -59,6 +60,14 @@ export function appServerClasses(app: PrototypedApp): AppServerClasses {
   AppResponse.prototype = app.response;
   return { IncomingMessage: AppRequest as unknown as typeof IncomingMessage, ServerResponse: AppResponse as unknown as typeof ServerResponse };
 }
+
+/**
+ * Bun: its engine is JavaScriptCore, whose objects do not carry V8's hidden classes (what this
+ * module saves), and its `node:http` does not stream a response built from another class (a
+ * realtime stream's events never reached the client: spec/runtimes/sdk-smoke.mjs). There the
+ * classes are Node's own, and `createAppServer(app)` is `http.createServer(options, app)`.
+ */
+const isBun = typeof (process.versions as Record<string, string | undefined>).bun === 'string';
 
 /** Whether Node's request and response constructors are plain functions (callable on an object made elsewhere). */
 const callableConstructors = [http.IncomingMessage, http.ServerResponse].every((constructor) => !Function.prototype.toString.call(constructor).startsWith('class'));

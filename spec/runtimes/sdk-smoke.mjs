@@ -1,12 +1,11 @@
 // A smoke of the SDK client suite for runtimes other than Node (issue 45): .ci/run runs it on Bun
 // and Deno after the whole suite ran on Node 20 and 24. Plain JavaScript against the built
 // package (dist/), as a host app on that runtime would run it: the embedded engine in a fresh
-// dataDir, createAppServer (http.createServer on Bun: see below), and the pocketbase SDK for a
+// dataDir, createAppServer, and the pocketbase SDK for a
 // create, a list, a realtime event, a multipart upload, its download byte for byte and a
 // thumbnail of the asked size. Exit code 0 and one line naming the runtime and every check, or an
 // error naming the check that failed.
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
@@ -38,10 +37,9 @@ const records = createRecordsRouter({
 });
 const app = express();
 app.use('/backend', records);
-// On Bun, a server made by createAppServer never delivers a realtime event (the SDK fails with
-// "Failed to establish realtime connection"; every other check passes), so there the README says
-// to serve with app.listen / http.createServer, and the smoke does so.
-const server = globalThis.Bun ? http.createServer(app) : createAppServer(app);
+// As the docs advise every host. On Bun, createAppServer is http.createServer (its response
+// classes broke realtime's stream there: lib/http/create-app-server.ts).
+const server = createAppServer(app);
 try {
   await within(120_000, records.ready, 'the embedded start');
   check('embedded engine', true);
