@@ -275,9 +275,8 @@ describe.each(testEngines())('query filters on %s', (engine) => {
     });
   });
 
-  test('a blank filter matches everything', async () => {
+  test('an empty filter matches everything (one of only whitespace is a 400: empty-filter-parity.test.ts)', async () => {
     expect(await articles('')).toEqual(ALL);
-    expect(await articles('   ')).toEqual(ALL);
   });
 
   test('totals count only the filtered records', async () => {
