@@ -11,6 +11,7 @@ import { compileCollections } from '../../lib/records/compile-collections.js';
 import { columnsOf, startRelease as start } from '../support/release-app.js';
 import { createMemoryLogger, TEST_FILE_TOKEN_SECRET } from '../support/test-app.js';
 import { openTestDatabase, testEngines, type TestDatabase } from '../support/test-database.js';
+import { OPEN_RULES } from '../support/open-rules.js';
 
 /**
  * Rolling back a migration (issue 45, point 1, and two papercuts): a `down` written with the
@@ -19,8 +20,6 @@ import { openTestDatabase, testEngines, type TestDatabase } from '../support/tes
  * a `down` that would not is refused, nothing reverted; the older release started on the newer
  * schema says it is older; `migrate --dry-run` previews the sync after the pending migrations.
  */
-
-const OPEN = { list: '', view: '', create: '', update: '', delete: '' };
 
 /** The previous release: a body, a priority held as text, an obsolete field. */
 const OLD: CollectionDefinition[] = [
@@ -32,7 +31,7 @@ const OLD: CollectionDefinition[] = [
       { name: 'priority', type: 'text' },
       { name: 'obsolete', type: 'text' },
     ],
-    rules: OPEN,
+    rules: OPEN_RULES,
   },
 ];
 
@@ -46,7 +45,7 @@ const NEW: CollectionDefinition[] = [
       { name: 'priority', type: 'number' },
       { name: 'slug', type: 'text' },
     ],
-    rules: OPEN,
+    rules: OPEN_RULES,
   },
 ];
 
