@@ -50,6 +50,7 @@ export type {
   BaseCollectionDefinition,
   ViewCollectionDefinition,
   CollectionRules,
+  FieldRules,
   FieldDefinition,
   FieldType,
   IndexDefinition,

@@ -1,5 +1,5 @@
 // Over 500 lines: one compiler whose operand and comparison methods share its state (aliases, cost, @collection scopes).
-import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { STORAGE_KINDS, type StorageKind } from '../schema/storage-kinds.js';
 import type { RequestInfo } from './request-info.js';
 import type { ComparisonNode, FilterNode, FilterOperand, FunctionOperand, IdentifierOperand } from './filter-ast.js';
@@ -11,7 +11,7 @@ import { computeMacro, isMacroName } from './filter-macros.js';
 import { MAX_FILTER_COMPARISONS, parseFilterCached } from './filter-parser.js';
 import { coerceFilterValue, INVALID, naturalStorageOf } from './filter-values.js';
 import { readRequestValue } from './request-values.js';
-import { AliasAllocator, resolveFieldPath, type PathSource, type ResolvedPath, type TargetCondition } from './resolve-path.js';
+import { AliasAllocator, resolveFieldPath, type PathSource, type PathVisibility, type ResolvedPath } from './resolve-path.js';
 import { isGuestAuth, isNullValue, pickTarget, readsRecord, type ExprSide, type QuantifiedSource, type Quantifier, type Side, type ValueSide } from './filter-sides.js';
 import { bindValue, joinSql, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 
@@ -105,17 +105,18 @@ export interface TargetRuleOptions {
 }
 
 /**
- * The view rule of `target` as a condition on its rows aliased `alias`: `FALSE` for a `null`
- * rule (no record is visible), undefined for `""` (no condition), otherwise the rule compiled in
- * rule mode for the same request. Rule mode applies no target rules itself, so this never recurses.
+ * A view rule (a collection's or a field's, DESIGN 24) of `collection` as a condition on its rows
+ * aliased `alias`: `FALSE` for `null` (superusers only), undefined for `""` or none (no
+ * condition), otherwise the rule compiled in rule mode for the same request. Rule mode applies no
+ * view rules itself, so this never recurses.
  */
-function compileTargetViewRule(options: TargetRuleOptions & { target: CollectionSchema; alias: string }): SqlFragment | undefined {
-  const rule = options.target.rules.view;
+function compileViewRule(options: TargetRuleOptions & { collection: CollectionSchema; rule: string | null | undefined; alias: string }): SqlFragment | undefined {
+  const { rule } = options;
   if (rule === null) return rawSql('FALSE');
-  if (rule === '') return undefined;
+  if (rule === undefined || rule === '') return undefined;
   const context: FilterContext = {
     registry: options.registry,
-    collection: options.target,
+    collection: options.collection,
     alias: options.alias,
     request: options.request,
     mode: 'rule',
@@ -125,9 +126,15 @@ function compileTargetViewRule(options: TargetRuleOptions & { target: Collection
   return new FilterCompiler(context, options.aliases).compileRoot(parseFilterCached(rule));
 }
 
-/** A TargetCondition applying each hop's target view rule (see compileTargetViewRule). */
-export function targetViewRules(options: TargetRuleOptions): TargetCondition {
-  return (target, alias) => compileTargetViewRule({ ...options, target, alias });
+/**
+ * What a non-superuser's filter or sort may see (PathVisibility): each hop's target records that
+ * pass the target's view rule, and each field's value where the field's own view rule passes.
+ */
+export function callerVisibility(options: TargetRuleOptions): PathVisibility {
+  return {
+    rows: (target, alias) => compileViewRule({ ...options, collection: target, rule: target.rules.view, alias }),
+    field: (collection, field: FieldSchema, alias) => compileViewRule({ ...options, collection, rule: field.rules?.view, alias }),
+  };
 }
 
 class FilterCompiler {
@@ -142,8 +149,8 @@ class FilterCompiler {
    */
   private cost = 0;
   private readonly now: Date;
-  /** The hop restriction (target view rules), or undefined when every row is visible. */
-  private readonly targetCondition: TargetCondition | undefined;
+  /** What a non-superuser may see of rows and fields (view rules), or undefined when everything is visible. */
+  private readonly visibility: PathVisibility | undefined;
   /** `@collection.<name>[:alias]` key -> its FROM item, shared by every reference in the filter. */
   private readonly collectionSources = new Map<string, PathSource>();
   /** For each node, the @collection keys whose EXISTS wraps it (it holds all their references). */
@@ -158,9 +165,9 @@ class FilterCompiler {
     this.aliases = aliases ?? new AliasAllocator(ctx.alias);
     this.trusted = ctx.mode !== 'user';
     this.now = ctx.now ?? new Date();
-    this.targetCondition = this.trusted
+    this.visibility = this.trusted
       ? undefined
-      : targetViewRules({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now, deferMacros: ctx.deferMacros });
+      : callerVisibility({ registry: ctx.registry, request: ctx.request, aliases: this.aliases, now: this.now, deferMacros: ctx.deferMacros });
   }
 
   /** What the filter cost in all (comparisons and multi-valued hops). */
@@ -390,26 +397,21 @@ class FilterCompiler {
     if (head === '@request') return this.resolveRequest(operand);
     if (head === '@collection') return this.resolveCollection(operand);
     if (head.startsWith('@')) return this.resolveMacro(operand);
-    const main = this.mainAlias;
-    const path = this.resolvePath(operand, {
-      collection: this.ctx.collection,
-      segments: operand.segments,
-      ref: (column) => rawSql(`${main}.${quoteIdent(column)}`),
-    });
+    const path = this.resolvePath(operand, { collection: this.ctx.collection, segments: operand.segments, alias: this.ctx.alias });
     return this.applyPathModifier(operand, path);
   }
 
-  private resolvePath(operand: IdentifierOperand, options: { collection: CollectionSchema; segments: readonly string[]; ref: (column: string) => SqlFragment }): ResolvedPath {
+  private resolvePath(operand: IdentifierOperand, options: { collection: CollectionSchema; segments: readonly string[]; alias: string }): ResolvedPath {
     return resolveFieldPath({
       registry: this.ctx.registry,
       collection: options.collection,
       segments: options.segments,
-      ref: options.ref,
+      alias: options.alias,
       aliases: this.aliases,
       canSeeHidden: this.trusted,
       allowMulti: true,
       fail: (what) => createFilterError(what, operand.pos),
-      targetCondition: this.targetCondition,
+      visibility: this.visibility,
       maxHops: this.ctx.limits?.maxHops,
     });
   }
@@ -480,12 +482,7 @@ class FilterCompiler {
       source = { kind: 'collection', alias, key, join: rawSql(`${quoteIdent(collection.table)} ${quoteIdent(alias)}`) };
       this.collectionSources.set(key, source);
     }
-    const alias = quoteIdent(source.alias);
-    const path = this.resolvePath(operand, {
-      collection,
-      segments: operand.segments.slice(2),
-      ref: (column) => rawSql(`${alias}.${quoteIdent(column)}`),
-    });
+    const path = this.resolvePath(operand, { collection, segments: operand.segments.slice(2), alias: source.alias });
     return this.applyPathModifier(operand, path);
   }
 

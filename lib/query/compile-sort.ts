@@ -1,8 +1,8 @@
 import { BadRequestError } from '../errors.js';
-import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { AliasAllocator, resolveFieldPath } from './resolve-path.js';
 import { joinSql, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
-import { targetViewRules, type CompiledSql, type FilterMode } from './compile-filter.js';
+import { callerVisibility, type CompiledSql, type FilterMode } from './compile-filter.js';
 import type { RequestInfo } from './request-info.js';
 
 /** Most sort fields accepted (docs/query-language.md). */
@@ -19,7 +19,8 @@ export interface SortContext {
   /**
    * The request, for the view rules of the collections a relation path goes through: with it,
    * in `user` mode, each hop sees only the target records that pass the target's view rule (a
-   * hidden or missing target sorts as empty). Without it no target rule applies.
+   * hidden or missing target sorts as empty). Without it no target rule applies, and a field with
+   * a view rule of its own sorts as empty for everyone.
    */
   readonly request?: RequestInfo;
   /** The instant macros in target view rules are computed from; default: now. */
@@ -51,10 +52,13 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
   if (items.length === 0) return { sql: `${main}."created" ASC, ${id} ASC`, bindings: [] };
   if (items.length > MAX_SORT_FIELDS) throw createSortError(`at most ${MAX_SORT_FIELDS} fields`);
   const aliases = new AliasAllocator(context.alias);
-  const targetCondition =
-    context.request !== undefined && context.mode === 'user'
-      ? targetViewRules({ registry: context.registry, request: context.request, aliases, now: context.now ?? new Date() })
-      : undefined;
+  // Without the request no target rule applies, but a field with a view rule of its own still sorts as empty.
+  const visibility =
+    context.mode !== 'user'
+      ? undefined
+      : context.request !== undefined
+        ? callerVisibility({ registry: context.registry, request: context.request, aliases, now: context.now ?? new Date() })
+        : { rows: () => undefined, field: (_collection: CollectionSchema, field: FieldSchema) => (field.rules?.view !== undefined ? rawSql('FALSE') : undefined) };
   const parts: SqlFragment[] = [];
   let lastDirection = 'ASC';
   let lastIsId = false;
@@ -73,12 +77,12 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
       registry: context.registry,
       collection: context.collection,
       segments: name.split('.'),
-      ref: (column) => rawSql(`${main}.${quoteIdent(column)}`),
+      alias: context.alias,
       aliases,
       canSeeHidden: context.mode !== 'user',
       allowMulti: false,
       fail: (what) => createSortError(what),
-      targetCondition,
+      visibility,
     });
     if (path.storage === 'array') throw createSortError(`"${name}" is multi-valued`);
     parts.push(sql`${path.value} ${direction}`);

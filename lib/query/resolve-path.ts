@@ -48,28 +48,35 @@ export interface ResolvedPath {
 }
 
 /**
- * The extra condition a hop into `target` (rows aliased `alias`) must satisfy, or undefined for
- * none. Used to apply the target collection's view rule for non-superusers: the rows failing it
- * are treated as if they did not exist (a single relation reads empty values, a multi-valued
- * one or a back-relation leaves them out of its set and of its `:length`).
+ * What a non-superuser's filter or sort may see of the rows and fields a path reads; absent, every
+ * row and every value. Each returns a condition on the row aliased `alias`, or undefined for none.
+ * - `rows`: a hop into `target` (its view rule): the rows failing it are treated as if they did
+ *   not exist (a single relation reads empty values, a multi-valued one or a back-relation leaves
+ *   them out of its set and of its `:length`).
+ * - `field`: a field with a view rule of its own (DESIGN 24): where it fails, the field reads as
+ *   its empty value, so a filter or sort cannot tell what it holds; a relation field read so leads
+ *   nowhere, and a back-relation through it leaves that row out.
  */
-export type TargetCondition = (target: CollectionSchema, alias: string) => SqlFragment | undefined;
+export interface PathVisibility {
+  rows(target: CollectionSchema, alias: string): SqlFragment | undefined;
+  field(collection: CollectionSchema, field: FieldSchema, alias: string): SqlFragment | undefined;
+}
 
 /** Options of resolveFieldPath. */
 export interface ResolvePathOptions {
   readonly registry: SchemaRegistry;
   readonly collection: CollectionSchema;
   readonly segments: readonly string[];
-  /** SQL for a column of the starting row (the main alias, or an @collection alias). */
-  readonly ref: (column: string) => SqlFragment;
+  /** The SQL alias of the starting row (the main alias, or an @collection alias), unquoted. */
+  readonly alias: string;
   readonly aliases: AliasAllocator;
   readonly canSeeHidden: boolean;
   /** False for sort: only single relations may be traversed. */
   readonly allowMulti: boolean;
   /** Builds the error to throw (filter or sort wording, with the position). */
   readonly fail: (what: string) => Error;
-  /** Restricts the rows every hop may see (target view rules); absent: every row. */
-  readonly targetCondition?: TargetCondition;
+  /** Restricts the rows every hop and the values every field may show (view rules); absent: all of them. */
+  readonly visibility?: PathVisibility;
   /** Fewer hops than MAX_PATH_HOPS (a realtime subscription's filter). */
   readonly maxHops?: number;
 }
@@ -94,20 +101,28 @@ function resolveGeoPointKey(options: { field: FieldSchema; column: SqlFragment; 
  * (a missing target reads as empty values), multi-valued relations and back-relations become
  * sources for the caller to quantify over; a geoPoint field's `.lon` and `.lat` are numbers.
  * Unknown, hidden and non-relation steps are errors.
- * `targetCondition` (if any) is ANDed into every hop's subquery or join condition, and into the
- * `:length` count of a back-relation.
+ * `visibility` (if any) is ANDed into every hop's subquery or join condition and into the
+ * `:length` count of a back-relation (`rows`), and guards every field value read (`field`).
  */
 export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
-  const { registry, segments, aliases, canSeeHidden, allowMulti, fail } = options;
+  const { registry, segments, aliases, canSeeHidden, allowMulti, fail, visibility } = options;
   const whole = segments.join('.');
   let collection = options.collection;
-  let ref = options.ref;
+  /** The alias of the row the next step reads, and how an expression over it reaches the outer query. */
+  let rowAlias = options.alias;
+  let reach = (expression: SqlFragment): SqlFragment => expression;
   const sources: PathSource[] = [];
   let hops = 0;
   /** ` AND (condition)` for rows of `target` aliased `alias`, or nothing. */
   const restrict = (target: CollectionSchema, alias: string): SqlFragment => {
-    const condition = options.targetCondition?.(target, alias);
+    const condition = visibility?.rows(target, alias);
     return condition ? sql` AND (${condition})` : rawSql('');
+  };
+  /** A field of the row aliased `alias` as this caller may read it: NULL where its view rule fails. */
+  const guarded = (of: CollectionSchema, field: FieldSchema, alias: string): { value: SqlFragment; guarded: boolean } => {
+    const column = rawSql(`${quoteIdent(alias)}.${quoteIdent(field.column)}`);
+    const condition = visibility?.field(of, field, alias);
+    return condition ? { value: sql`CASE WHEN ${condition} THEN ${column} END`, guarded: true } : { value: column, guarded: false };
   };
   for (let i = 0; i < segments.length; i++) {
     const name = segments[i];
@@ -115,12 +130,15 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     const field = collection.field(name);
     if (field && field.hidden && !canSeeHidden) throw fail(`unknown field "${whole}"`);
     if (field && isLast) {
-      const column = ref(field.column);
-      // A missing related row reads as the field's empty value, as a stored row does.
-      const value = hops > 0 ? STORAGE_KINDS[field.storage].fillEmptySql(column) : column;
+      const read = guarded(collection, field, rowAlias);
+      // A missing related row, or a value this caller may not read, reads as the field's empty value, as a stored row does.
+      const value = hops > 0 || read.guarded ? STORAGE_KINDS[field.storage].fillEmptySql(reach(read.value)) : reach(read.value);
       return { value, field, storage: field.storage, sources };
     }
-    if (field?.type === 'geoPoint') return resolveGeoPointKey({ field, column: ref(field.column), filled: hops > 0, rest: segments.slice(i + 1), sources, fail: () => fail(`"${whole}": a geoPoint field has only "${name}.lon" and "${name}.lat"`) });
+    if (field?.type === 'geoPoint') {
+      const read = guarded(collection, field, rowAlias);
+      return resolveGeoPointKey({ field, column: reach(read.value), filled: hops > 0 || read.guarded, rest: segments.slice(i + 1), sources, fail: () => fail(`"${whole}": a geoPoint field has only "${name}.lon" and "${name}.lat"`) });
+    }
     const relation = resolveRelation({ registry, collection, name, canSeeHidden });
     if (!relation) {
       throw fail(field ? `"${name}" in "${whole}" is not a relation field` : `unknown field "${whole}"`);
@@ -130,10 +148,11 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
     if (relation.kind === 'field' && !relation.field.multiple) {
       const targetAlias = aliases.next();
       const alias = quoteIdent(targetAlias);
-      const parent = ref(relation.field.column);
+      const parent = reach(guarded(collection, relation.field, rowAlias).value);
       const table = quoteIdent(relation.target.table);
       const condition = restrict(relation.target, targetAlias);
-      ref = (column) => sql`(SELECT ${alias}.${quoteIdent(column)} FROM ${table} ${alias} WHERE ${alias}."id" = ${parent}${condition})`;
+      reach = (expression) => sql`(SELECT ${expression} FROM ${table} ${alias} WHERE ${alias}."id" = ${parent}${condition})`;
+      rowAlias = targetAlias;
       collection = relation.target;
       continue;
     }
@@ -142,38 +161,41 @@ export function resolveFieldPath(options: ResolvePathOptions): ResolvedPath {
       const element = quoteIdent(aliases.next());
       const alias = aliases.next();
       const target = quoteIdent(alias);
-      const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${ref(relation.field.column)}) AS ${element}("v") ON TRUE `;
+      const join = sql`LEFT JOIN LATERAL jsonb_array_elements_text(${reach(guarded(collection, relation.field, rowAlias).value)}) AS ${element}("v") ON TRUE `;
       const condition = restrict(relation.target, alias);
       sources.push({
         kind: 'multi',
         alias,
         join: sql`${join}LEFT JOIN ${quoteIdent(relation.target.table)} ${target} ON ${target}."id" = ${element}."v"${condition}`,
       });
-      ref = (column) => rawSql(`${target}.${quoteIdent(column)}`);
+      rowAlias = alias;
+      reach = (expression) => expression;
       collection = relation.target;
       continue;
     }
     const before = [...sources];
-    const parentId = ref('id');
-    const pointsHere = (alias: string) =>
-      relation.field.multiple
-        ? sql`${alias}.${quoteIdent(relation.field.column)} @> jsonb_build_array(${parentId})`
-        : sql`${alias}.${quoteIdent(relation.field.column)} = ${parentId}`;
+    const parentId = reach(rawSql(`${quoteIdent(rowAlias)}."id"`));
+    // The back-relation's field as this caller may read it on each pointing row: a row whose field it may not read does not point here.
+    const pointsHere = (alias: string) => {
+      const pointer = guarded(relation.collection, relation.field, alias).value;
+      return relation.field.multiple ? sql`${pointer} @> jsonb_build_array(${parentId})` : sql`${pointer} = ${parentId}`;
+    };
     const alias = aliases.next();
     const target = quoteIdent(alias);
     const table = quoteIdent(relation.collection.table);
     const condition = restrict(relation.collection, alias);
-    sources.push({ kind: 'multi', alias, join: sql`LEFT JOIN ${table} ${target} ON ${pointsHere(target)}${condition}` });
-    ref = (column) => rawSql(`${target}.${quoteIdent(column)}`);
+    sources.push({ kind: 'multi', alias, join: sql`LEFT JOIN ${table} ${target} ON ${pointsHere(alias)}${condition}` });
+    rowAlias = alias;
+    reach = (expression) => expression;
     collection = relation.collection;
     if (isLast) {
       const countedName = aliases.next();
       const counted = quoteIdent(countedName);
       const countCondition = restrict(relation.collection, countedName);
-      const count = sql`(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(counted)}${countCondition})`;
+      const count = sql`(SELECT CAST(count(*) AS double precision) FROM ${table} ${counted} WHERE ${pointsHere(countedName)}${countCondition})`;
       const idField = collection.field('id') as FieldSchema;
       return {
-        value: STORAGE_KINDS.text.fillEmptySql(ref('id')),
+        value: STORAGE_KINDS.text.fillEmptySql(rawSql(`${target}."id"`)),
         field: idField,
         storage: 'text',
         sources,

@@ -6,7 +6,8 @@ import { isBlankFilter, parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
 import { joinSql, sql, type SqlFragment } from '../sql-fragment.js';
-import type { CollectionSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
+import { FIELD_RULE_ACTIONS } from '../schema/field-type-spec.js';
 import { isSuperuser, type Caller } from './caller.js';
 
 /** The five guarded actions, named as the rules are. */
@@ -168,8 +169,26 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
       }
     }
     readsBody.set(collection, actions);
+    for (const field of collection.fields) checkFieldRules({ registry, collection, field, sample });
   }
   return { readsBody: (collection, action) => readsBody.get(collection)?.has(action) === true };
+}
+
+/** Compiles each rule of a field (DESIGN 24) as checkCollectionRules does a collection's, naming the field in its SchemaError. */
+function checkFieldRules(options: { registry: SchemaRegistry; collection: CollectionSchema; field: FieldSchema; sample: RequestInfo }): void {
+  const { registry, collection, field } = options;
+  for (const action of FIELD_RULE_ACTIONS) {
+    const rule = field.rules?.[action];
+    if (rule === undefined || rule === null) continue;
+    const where = `collection "${collection.name}", field "${field.name}": rule "${action}"`;
+    if (isBlankFilter(rule)) throw new SchemaError(`${where} holds only whitespace or comments: write "" (or leave it out) to let anyone, or null to let only superusers`);
+    try {
+      compileFilter(parseFilterCached(rule), { registry, collection, alias: RECORD_ALIAS, request: options.sample, mode: 'rule', creating: action === 'create' });
+    } catch (err) {
+      if (!(err instanceof BadRequestError)) throw err;
+      throw new SchemaError(`${where} ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);
+    }
+  }
 }
 
 function referencesRequestBody(node: FilterNode): boolean {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
 import type { CollectionDefinition, FieldDefinition, Rule, ViewCollectionDefinition } from './definitions.js';
 import { checkCollectionId, checkCollectionName, checkFieldName, isFieldName, MAX_IDENTIFIER } from './collection-names.js';
-import { checkFieldBase, FIELD_BASE_KEYS } from './field-type-spec.js';
+import { checkFieldBase, checkFieldRules, FIELD_BASE_KEYS } from './field-type-spec.js';
 import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
 import { checkIdField, DEFAULT_RECORD_ID_FORMAT, type IdFieldDefinition, type RecordIdFormat } from './record-id.js';
 
@@ -118,6 +118,7 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
   }
   checkKnownKeys(where, def, [...FIELD_BASE_KEYS, ...spec.keys]);
   checkFieldBase(def, where);
+  const rules = checkFieldRules(def, where);
   spec.checkSettings(def, where);
   const settings = spec.normalize(def);
   const multiple = spec.isMultiple(settings);
@@ -131,6 +132,7 @@ function checkField(collection: string, def: FieldDefinition, names: Set<string>
     hidden: def.hidden === true,
     required: def.required === true,
     system: false,
+    ...(rules === undefined ? {} : { rules }),
     relationTo: spec.relationTarget(settings),
     definition: settings,
   } as DeclaredFieldSchema;

@@ -20,6 +20,7 @@ export type { FileFieldDefinition } from './fields/file.js';
 export type { EditorFieldDefinition } from './fields/editor.js';
 export type { AutodateFieldDefinition } from './fields/autodate.js';
 export type { GeoPointFieldDefinition } from './fields/geo-point.js';
+export type { FieldRules } from './field-type-spec.js';
 
 /** Every field type a collection may declare (lib/schema/field-types.ts lists them). */
 export type FieldType = FieldDefinition['type'];

@@ -25,10 +25,35 @@ export interface FieldBase {
   id?: string;
   /** PocketBase's export marks its own fields `system: true`; recordbase has its own (id, created, updated), so only `false` is accepted. */
   system?: boolean;
+  /**
+   * Who may read and write this field, per record (DESIGN 24, docs/collections.md "Field rules"):
+   * each a rule as a collection's (`null` superusers only, `""` or absent everyone, otherwise a
+   * filter evaluated against the record and the same `@request`).
+   */
+  rules?: FieldRules;
 }
 
+/** A field's own rules: `view` (the field is absent where false), `create` and `update` (a write that sends it is refused where false). */
+export interface FieldRules {
+  view?: string | null;
+  create?: string | null;
+  update?: string | null;
+}
+
+/** The actions a field rule guards, in the order they are checked and reported. */
+export const FIELD_RULE_ACTIONS = ['view', 'create', 'update'] as const;
+
+/** One of FIELD_RULE_ACTIONS. */
+export type FieldRuleAction = (typeof FIELD_RULE_ACTIONS)[number];
+
+/**
+ * A field's rules as checked: only the actions that restrict someone (`null` or an expression);
+ * `""` and absent ones are left out, so `field.rules?.view !== undefined` says "the view is guarded".
+ */
+export type CheckedFieldRules = { readonly [A in FieldRuleAction]?: string | null };
+
 /** The keys of FieldBase and `type`: every declaration may have them besides its type's own. */
-export const FIELD_BASE_KEYS: readonly string[] = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system'];
+export const FIELD_BASE_KEYS: readonly string[] = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system', 'rules'];
 
 /**
  * Checks the settings every declaration may have (FieldBase), with a SchemaError prefixed by
@@ -44,6 +69,31 @@ export function checkFieldBase(def: FieldBase, where: string): void {
   if (def.system === true) {
     throw new SchemaError(`${where}: system fields are recordbase's own (id, created, updated); leave PocketBase's system fields out of the definition`);
   }
+}
+
+/**
+ * A declaration's `rules` as checked (CheckedFieldRules), or undefined when none restricts anyone.
+ * Refuses what is not an object of the three actions, each `null` or a string, and a view rule on
+ * a hidden field (hidden already keeps it from everyone but superusers). Whether each rule
+ * compiles is checked with the collection's rules (lib/records/access-rules.ts).
+ */
+export function checkFieldRules(def: FieldBase, where: string): CheckedFieldRules | undefined {
+  const rules = def.rules;
+  if (rules === undefined) return undefined;
+  if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) throw new SchemaError(`${where}: rules must be an object ({ view, create, update })`);
+  const unknown = Object.keys(rules).find((key) => !(FIELD_RULE_ACTIONS as readonly string[]).includes(key));
+  if (unknown !== undefined) throw new SchemaError(`${where}: rules has an unknown key "${unknown}" (a field's rules are view, create and update)`);
+  const checked: { [A in FieldRuleAction]?: string | null } = {};
+  for (const action of FIELD_RULE_ACTIONS) {
+    const rule = rules[action];
+    if (rule === undefined || rule === '') continue;
+    if (rule !== null && typeof rule !== 'string') throw new SchemaError(`${where}: rule "${action}" must be null, "" or a filter expression`);
+    checked[action] = rule;
+  }
+  if (checked.view !== undefined && def.hidden === true) {
+    throw new SchemaError(`${where}: a hidden field is already kept from everyone but superusers; give it a view rule or hidden, not both`);
+  }
+  return Object.keys(checked).length === 0 ? undefined : checked;
 }
 
 /** A declaration of some field type: the base and the `type` that selects the rest. */
@@ -66,6 +116,8 @@ export interface FieldSchemaOf<D extends TypedFieldDefinition> {
   readonly hidden: boolean;
   readonly required: boolean;
   readonly system: false;
+  /** The field's own rules that restrict someone (checkFieldRules); undefined when none does. */
+  readonly rules?: CheckedFieldRules;
   /** Target collection name, for relation fields. */
   readonly relationTo?: string;
   /** The user's declaration, normalised (FieldTypeSpec.normalize): PocketBase's spellings of "unset" left out. */

@@ -43,6 +43,7 @@ export interface SystemFieldSchema {
   readonly hidden: false;
   readonly required: boolean;
   readonly system: true;
+  readonly rules?: undefined;
   readonly relationTo?: undefined;
   readonly definition?: undefined;
 }

@@ -84,7 +84,7 @@ describe('the field type registry', () => {
     const spec = findFieldType(type)!;
     const declare = (field: object) => buildSchemaRegistry([{ name: 'c', fields: [field as FieldDefinition] }]);
     expect(() => declare(minimalDefinition(type))).not.toThrow();
-    const known = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system', ...spec.keys].join(', ');
+    const known = ['name', 'type', 'required', 'hidden', 'presentable', 'help', 'id', 'system', 'rules', ...spec.keys].join(', ');
     expect(() => declare({ ...minimalDefinition(type), colour: 'red' })).toThrow(new SchemaError(`collection "c", field "f": unknown key "colour" (known: ${known})`));
   });
 
