@@ -160,11 +160,12 @@ describe('recordbase migrate (status, create, down) with a TypeScript config', (
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toContain('migration "001_n" (down) failed and was rolled back, nothing of it applied: the down leaves a schema the release before "001_n" cannot start on');
     expect(refused.stderr).toContain(`collection "notes", field "n": the release before has it as text, but it is number; convert it back in the down: m.changeFieldType("notes", "n", { to: 'text' })`);
-    expect((await runCli(cli, ['migrate', 'status'], dir)).stdout).toMatch(/^applied .*001_n$/m);
+    // Whole results, so a failure shows the command's stderr and exit code too.
+    expect(await runCli(cli, ['migrate', 'status'], dir)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^applied .*001_n$/m) });
 
     await writeFile(join(dir, 'migrations', '001_n.ts'), migration(`await m.changeFieldType('notes', 'n', { to: 'text' });`));
-    expect((await runCli(cli, ['migrate', 'down'], dir))).toMatchObject({ code: 0, stdout: 'reverted migration 001_n\n' });
-    expect((await runCli(cli, ['migrate', 'status'], dir)).stdout).toMatch(/^pending .*001_n$/m);
+    expect(await runCli(cli, ['migrate', 'down'], dir)).toMatchObject({ code: 0, stdout: 'reverted migration 001_n\n' });
+    expect(await runCli(cli, ['migrate', 'status'], dir)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^pending .*001_n$/m) });
   }, 180_000);
 
   test('while an app holds the embedded database, migrate says so once, naming the holding process, and changes nothing', async () => {
