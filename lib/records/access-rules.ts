@@ -95,9 +95,12 @@ function compileStaticOnce(collection: CollectionSchema, mode: string, text: str
  */
 export function isStaticFilter(node: FilterNode, collection: CollectionSchema): boolean {
   if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection));
-  return [node.left, node.right].every(
-    (operand) => operand.type === 'literal' || (operand.type === 'identifier' && operand.segments.length === 1 && collection.field(operand.name) !== undefined),
-  );
+  return [node.left, node.right].every((operand) => {
+    if (operand.type === 'literal') return true;
+    if (operand.type !== 'identifier' || operand.segments.length !== 1) return false;
+    const field = collection.field(operand.name);
+    return field !== undefined && field.rules?.view === undefined;
+  });
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */

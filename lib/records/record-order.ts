@@ -12,14 +12,23 @@ import { isSuperuser, type Caller } from './caller.js';
 const plainSorts = new LruCachePerOwner<string, SqlFragment>(100);
 
 /**
+ * Whether a sort compiles the same for every request of a mode: no relation path (no `.`: nothing
+ * that would carry a target's view rule for this request) and no field with a view rule of its
+ * own (a non-superuser's sort reads it through that rule, for this request).
+ */
+function isPlainSort(sort: string, collection: CollectionSchema): boolean {
+  if (sort.includes('.')) return false;
+  return sort.split(',').every((item) => collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view === undefined);
+}
+
+/**
  * The ORDER BY of a list: the client's `sort` (default `created`), `id` as the last tie-breaker.
- * A sort without a relation path (no `.`: nothing that would carry a target's view rule for this
- * request) is compiled once per collection and mode.
+ * A plain sort (isPlainSort) is compiled once per collection and mode.
  */
 export function compileRecordOrder(options: { registry: SchemaRegistry; collection: CollectionSchema; sort: string | undefined; caller: Caller }): SqlFragment {
   const mode = isSuperuser(options.caller) ? 'superuser' : 'user';
   const sort = options.sort ?? '';
-  const plain = !sort.includes('.');
+  const plain = isPlainSort(sort, options.collection);
   const key = `${mode}\n${sort}`;
   const hit = plain ? plainSorts.get(options.collection, key) : undefined;
   if (hit) return hit;
