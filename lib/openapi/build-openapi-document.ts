@@ -94,7 +94,9 @@ function buildRecordSchema(registry: SchemaRegistry, collection: CollectionSchem
     ['created', { type: 'string', pattern: RECORD_DATE_PATTERN, description: 'YYYY-MM-DD hh:mm:ss.mmmZ (UTC).' }],
     ['updated', { type: 'string', pattern: RECORD_DATE_PATTERN, description: 'YYYY-MM-DD hh:mm:ss.mmmZ (UTC).' }],
   ];
-  const required = properties.map(([name]) => name);
+  // A field with a view rule of its own may be absent from a record (DESIGN 24).
+  const guarded = new Set([...fields.keys()].filter((f) => f.rules?.view !== undefined).map((f) => f.name));
+  const required = properties.map(([name]) => name).filter((name) => !guarded.has(name));
   if (Object.keys(expand).length > 0) {
     properties.push([
       'expand',
@@ -103,7 +105,7 @@ function buildRecordSchema(registry: SchemaRegistry, collection: CollectionSchem
   }
   return {
     type: 'object',
-    description: `A ${collection.name} record. Every property is present unless the \`fields\` parameter narrowed the response.`,
+    description: `A ${collection.name} record. Every ${guarded.size > 0 ? 'required ' : ''}property is present unless the \`fields\` parameter narrowed the response.`,
     required,
     properties: Object.fromEntries(properties),
   };

@@ -151,7 +151,6 @@ export interface RuleFacts {
  */
 export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
   const readsBody = new Map<CollectionSchema, Set<RuleAction>>();
-  const sample: RequestInfo = { auth: null, query: {}, body: {}, method: 'GET', headers: {}, context: 'default' };
   for (const collection of registry.collections) {
     const actions = new Set<RuleAction>();
     for (const action of ACTIONS) {
@@ -164,7 +163,7 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
       }
       try {
         const node = parseFilterCached(rule);
-        compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: sample, mode: 'rule' });
+        compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: CHECK_REQUEST, mode: 'rule' });
         if (referencesRequestBody(node)) actions.add(action);
       } catch (err) {
         if (!(err instanceof BadRequestError)) throw err;
@@ -172,13 +171,19 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
       }
     }
     readsBody.set(collection, actions);
-    for (const field of collection.fields) checkFieldRules({ registry, collection, field, sample });
+    for (const field of collection.fields) checkFieldRules({ registry, collection, field });
   }
   return { readsBody: (collection, action) => readsBody.get(collection)?.has(action) === true };
 }
 
-/** Compiles each rule of a field (DESIGN 24) as checkCollectionRules does a collection's, naming the field in its SchemaError. */
-function checkFieldRules(options: { registry: SchemaRegistry; collection: CollectionSchema; field: FieldSchema; sample: RequestInfo }): void {
+/** The request rules are compiled against when checked: no identity, no body. */
+const CHECK_REQUEST: RequestInfo = { auth: null, query: {}, body: {}, method: 'GET', headers: {}, context: 'default' };
+
+/**
+ * Compiles each rule of a field (DESIGN 24) as checkCollectionRules does a collection's, naming
+ * the field in its SchemaError. Also how a view's copy of a field is tested (lib/records/compile-collections.ts).
+ */
+export function checkFieldRules(options: { registry: SchemaRegistry; collection: CollectionSchema; field: FieldSchema }): void {
   const { registry, collection, field } = options;
   for (const action of FIELD_RULE_ACTIONS) {
     const rule = field.rules?.[action];
@@ -186,7 +191,7 @@ function checkFieldRules(options: { registry: SchemaRegistry; collection: Collec
     const where = `collection "${collection.name}", field "${field.name}": rule "${action}"`;
     if (isBlankFilter(rule)) throw new SchemaError(`${where} holds only whitespace or comments: write "" (or leave it out) to let anyone, or null to let only superusers`);
     try {
-      compileFilter(parseFilterCached(rule), { registry, collection, alias: RECORD_ALIAS, request: options.sample, mode: 'rule', creating: action === 'create' });
+      compileFilter(parseFilterCached(rule), { registry, collection, alias: RECORD_ALIAS, request: CHECK_REQUEST, mode: 'rule', creating: action === 'create' });
     } catch (err) {
       if (!(err instanceof BadRequestError)) throw err;
       throw new SchemaError(`${where} ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);

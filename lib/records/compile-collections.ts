@@ -1,8 +1,8 @@
 import { SchemaError } from '../errors.js';
-import type { CollectionDefinition } from '../schema/definitions.js';
-import { buildSchemaRegistry, type CollectionSchema, type SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionDefinition, FieldDefinition } from '../schema/definitions.js';
+import { buildSchemaRegistry, buildViewCollection, type CollectionSchema, type FieldSchema, type SchemaRegistry } from '../schema/collection-schema.js';
 import { completeViewRegistry } from '../schema/view-schema.js';
-import { checkCollectionRules, type RuleFacts } from './access-rules.js';
+import { checkCollectionRules, checkFieldRules, type RuleFacts } from './access-rules.js';
 import { compileValidator, type RecordValidator } from './validate-record.js';
 
 /** The declared collections, checked and compiled once: the schema, each validator, the rules. */
@@ -45,12 +45,46 @@ export function compileCollections(definitions: readonly CollectionDefinition[])
 /**
  * The compiled collections once the schema sync has made the views: each view with the fields its
  * query's columns make (lib/db/schema/sync-views.ts), and every rule compiled against them. Throws the
- * SchemaError of the first rule that does not compile. Without views, `compiled` itself.
+ * SchemaError of the first rule that does not compile, except a view rule a view's column copied
+ * with its field (hideUnfitCopies). Without views, `compiled` itself.
  */
 export function completeCollections(compiled: CompiledCollections, views: ReadonlyMap<string, CollectionSchema>): CompiledCollections {
   if (!compiled.viewsPending) return compiled;
-  const registry = completeViewRegistry(compiled.registry, views);
+  const registry = hideUnfitCopies(completeViewRegistry(compiled.registry, views));
   return compileRegistry(registry, checkCollectionRules(registry), false);
+}
+
+/**
+ * A view's column that copies a field keeps the field's view rule, read on the view's row
+ * (lib/schema/view-schema.ts). Where the rule names what the view lacks (`owner`, not selected),
+ * the host wrote no mistake in the view: the copy cannot be guarded there, so it is hidden
+ * (superusers only), never shown without its rule. The registry unchanged when every copy fits.
+ */
+function hideUnfitCopies(registry: SchemaRegistry): SchemaRegistry {
+  const replaced = new Map<string, CollectionSchema>();
+  for (const view of registry.collections) {
+    if (view.type !== 'view') continue;
+    const unfit = new Set(view.fields.filter((field) => field.rules !== undefined && !fitsView(registry, view, field)).map((f) => f.name));
+    if (unfit.size === 0) continue;
+    const fields = view.fields.filter((f) => !f.system).map((f) => {
+      if (!unfit.has(f.name)) return f.definition;
+      const { rules: _unfit, ...definition } = f.definition;
+      return { ...definition, hidden: true };
+    });
+    const systemDates = view.fields.filter((f) => f.system && f.name !== 'id').map((f) => f.name as 'created' | 'updated');
+    replaced.set(view.name, buildViewCollection(view, { fields: fields as FieldDefinition[], systemDates }));
+  }
+  return replaced.size === 0 ? registry : completeViewRegistry(registry, replaced);
+}
+
+function fitsView(registry: SchemaRegistry, view: CollectionSchema, field: FieldSchema): boolean {
+  try {
+    checkFieldRules({ registry, collection: view, field });
+    return true;
+  } catch (err) {
+    if (err instanceof SchemaError) return false;
+    throw err;
+  }
 }
 
 function compileRegistry(registry: SchemaRegistry, rules: RuleFacts, viewsPending: boolean): CompiledCollections {

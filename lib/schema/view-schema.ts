@@ -6,7 +6,7 @@
  */
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import { assembleSchemaRegistry, buildViewCollection, type CollectionSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
+import { assembleSchemaRegistry, buildViewCollection, type CollectionSchema, type FieldSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
 import { isFieldName } from './collection-names.js';
 import type { FieldDefinition } from './definitions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
@@ -72,11 +72,14 @@ export interface ViewInference {
  * - `id` is required, and is the record id whatever its type (read as text);
  * - a column that copies a field of a collection (`p.author`, `p.title AS heading`) is that
  *   field, with every option (a relation, a file, a select's values, `hidden`), under its new name;
+ *   of its own rules it keeps `view` (a view takes no writes), which is read on the view's row:
+ *   where it names what the view lacks, completeCollections hides the copy (docs/collections.md
+ *   "Field rules");
  * - a column that copies a collection's `id` is a single relation to that collection;
  * - `created` and `updated` of a date type are the system dates, as on a table;
  * - any other column has the type of its SQL type: text, number, bool, date, else json. Where
- *   the query reads a hidden field anywhere, such a computed column is hidden too (it may carry
- *   the value: `lower(secret)`), unless the view lists it in `shownColumns`.
+ *   the query reads a hidden field, or one with a view rule, anywhere, such a computed column is
+ *   hidden (it may carry the value: `lower(secret)`), unless the view lists it in `shownColumns`.
  * Refuses a view without `id`, a column no field could be named after (`?column?`: name it with
  * AS), a column named as a record key, and a `shownColumns` entry that is no column or copies a
  * hidden field.
@@ -88,7 +91,7 @@ export function inferViewFields(options: ViewInference): InferredViewFields {
     throw new SchemaError(`${where}: its viewQuery has no "id" column, which every view needs (as in PocketBase); select a unique value per row AS id, for example (ROW_NUMBER() OVER ())::text AS id`);
   }
   const shown = checkShownColumns(options);
-  const hideComputed = readsHiddenField(options);
+  const hideComputed = readsKeptField(options);
   const fields: FieldDefinition[] = [];
   const systemDates: ('created' | 'updated')[] = [];
   for (const column of columns) {
@@ -110,12 +113,13 @@ export function inferViewFields(options: ViewInference): InferredViewFields {
   return { fields, systemDates };
 }
 
-/** Whether the query reads a hidden field of a collection (a whole-row reference reads all of them). */
-function readsHiddenField(options: ViewInference): boolean {
+/** Whether the query reads a field some caller may not see: hidden, or with a view rule (a whole-row reference reads every field). */
+function readsKeptField(options: ViewInference): boolean {
+  const kept = (field: FieldSchema | undefined) => field !== undefined && (field.hidden || field.rules?.view !== undefined);
   return options.reads.some(({ table, column }) => {
     const source = options.sourceOf(table);
     if (source === undefined) return false;
-    return column === undefined ? source.fields.some((f) => f.hidden) : source.field(column)?.hidden === true;
+    return column === undefined ? source.fields.some(kept) : kept(source.field(column));
   });
 }
 
@@ -140,7 +144,11 @@ function defineColumn(column: ViewColumn, sourceOf: (table: string) => Collectio
   const copied = column.source && source?.field(column.source.column);
   if (source && copied) {
     if (copied.name === 'id') return { name: column.name, type: 'relation', collection: source.name };
-    if (!copied.system) return { ...copied.definition, name: column.name } as FieldDefinition;
+    if (!copied.system) {
+      const { rules: _declared, ...definition } = copied.definition;
+      const view = copied.rules?.view;
+      return { ...definition, name: column.name, ...(view === undefined ? {} : { rules: { view } }) } as FieldDefinition;
+    }
   }
   return { name: column.name, type: TYPE_FAMILIES.get(column.dataType) ?? 'json' } as FieldDefinition;
 }

@@ -246,4 +246,46 @@ describe('the OpenAPI document', () => {
       for (const value of bad) expect([value, schemaOf('PlacesCreate')(value)]).toEqual([value, false]);
     });
   });
+
+  describe('fields with rules of their own (issue 46)', () => {
+    const people: CollectionDefinition[] = [
+      {
+        name: 'people',
+        fields: [
+          { name: 'nick', type: 'text', required: true },
+          { name: 'email', type: 'email', required: true, help: 'Where to write.', rules: { view: 'id = @request.auth.id', update: 'id = @request.auth.id' } },
+          { name: 'secret', type: 'text', rules: { view: null } },
+          { name: 'score', type: 'number', rules: { create: null, update: "@request.auth.role = 'editor'" } },
+          { name: 'open', type: 'text', rules: { view: '', create: '' } },
+        ],
+      },
+    ];
+
+    test('a field with a view rule is optional in the record; create and update rules say who may set it; the document stays valid', async () => {
+      const doc = build(people);
+      await expectValidOpenApi(doc);
+      const record = schemasOf(doc).PeopleRecord;
+      expect(record.required).toEqual(['collectionId', 'collectionName', 'id', 'nick', 'score', 'open', 'created', 'updated']);
+      expect(propertiesOf(doc, 'PeopleRecord').email.description).toBe(
+        "Where to write. Absent where the field's view rule refuses the caller (superusers always see it), as a hidden field is.",
+      );
+      expect(propertiesOf(doc, 'PeopleRecord').secret.description).toBe('Superusers only: absent for everyone else, as a hidden field is.');
+      expect(propertiesOf(doc, 'PeopleRecord').open).not.toHaveProperty('description');
+      // Required-ness of a create body is the field's own, rules or not.
+      expect(schemasOf(doc).PeopleCreate.required).toEqual(['nick', 'email']);
+      expect(propertiesOf(doc, 'PeopleCreate').email.description).toBe('Where to write.');
+      expect(propertiesOf(doc, 'PeopleCreate').score.description).toMatch(/Set by superusers only: sending it otherwise answers 403\.$/);
+      expect(propertiesOf(doc, 'PeopleUpdate').email.description).toMatch(/Set only where the field's update rule admits the caller \(superusers always\): sending it otherwise answers 403\.$/);
+      for (const key of ['score', 'score+', 'score-']) expect(propertiesOf(doc, 'PeopleUpdate')[key].description).toMatch(/the field's update rule admits the caller/);
+      // The expressions stay private, as the collection's rules do.
+      expect(JSON.stringify(doc)).not.toContain('@request.auth');
+    });
+
+    test('its schemas still accept a record without the guarded fields', () => {
+      const schemaOf = compileComponentSchemas(build(people));
+      const record = { collectionId: deriveCollectionId('people'), collectionName: 'people', id: 'aaaaaaaaaaaaaaa', nick: 'x', score: 0, open: '', created: '2024-05-01 10:00:00.000Z', updated: '2024-05-01 10:00:00.000Z' };
+      expectMatchesSchema(schemaOf, 'PeopleRecord', record);
+      expectMatchesSchema(schemaOf, 'PeopleRecord', { ...record, email: 'a@example.com', secret: 's' });
+    });
+  });
 });

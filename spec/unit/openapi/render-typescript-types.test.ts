@@ -48,4 +48,24 @@ describe('the TypeScript types', () => {
     const bodies = types.slice(types.indexOf('export interface PlacesCreate'));
     expect(bodies.slice(0, bodies.indexOf('export interface CollectionRecords'))).not.toMatch(/seen|changed/);
   });
+
+  test('make a field with a view rule optional in the record, and say who may set a field with a write rule (issue 46)', () => {
+    const { limits, multipartUpdate } = resolveOptions({ collections: [] }, {});
+    const people = buildSchemaRegistry([
+      {
+        name: 'people',
+        fields: [
+          { name: 'email', type: 'email', required: true, rules: { view: 'id = @request.auth.id' } },
+          { name: 'role', type: 'text', rules: { update: null } },
+        ],
+      },
+    ]);
+    const types = renderTypeScriptTypes(people, { limits, multipartUpdate });
+    const record = types.slice(types.indexOf('export interface PeopleRecord'), types.indexOf('export interface PeopleCreate'));
+    expect(record).toContain("Absent where the field's view rule refuses the caller (superusers always see it), as a hidden field is. */\n  email?: string;");
+    expect(record).toContain('  role: string;');
+    // A create still requires what the field requires.
+    expect(types).toContain('  email: string;\n  role?: string;\n}');
+    expect(types).toContain('Set by superusers only: sending it otherwise answers 403. */\n  role?: string;');
+  });
 });
