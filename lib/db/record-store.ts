@@ -389,13 +389,12 @@ export class RecordStore {
 
   /**
    * Whether a record that does not exist yet, holding `values` (every field; `created` and
-   * `updated` are now), matches every `where` fragment: a create rule is checked on the row the
-   * write would insert, before anything is written. The row is built from bound values with
-   * their column types, so a rule reads it exactly as it would read the stored row.
+   * `updated` are now), meets each of `checks`, in one statement: a create rule and the rules of
+   * the fields it sends (lib/records/field-write-rules.ts) are checked on the row the write would
+   * insert, before anything is written. The row is built from bound values with their column
+   * types, so a rule reads it exactly as it would read the stored row.
    */
-  async matchesNewRow(options: { collection: CollectionSchema; values: RecordValues; where: readonly SqlFragment[] }): Promise<boolean> {
-    if (options.where.length === 0) return true;
-    const columns: string[] = [];
+  async checkNewRow(options: { collection: CollectionSchema; values: RecordValues; checks: readonly (readonly SqlFragment[])[] }): Promise<boolean[]> {
     const bindings: unknown[] = [];
     for (const field of options.collection.fields) {
       if (field.name === 'created' || field.name === 'updated') {
@@ -406,8 +405,40 @@ export class RecordStore {
       columns.push(`?::${STORAGE_KINDS[field.storage].bindCast} AS ${q(field.column)}`);
       bindings.push(columnValue(field, value) ?? null);
     }
-    const sql = `SELECT 1 FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}${whereClause(options.where, bindings)}`;
+    const sql = `SELECT ${outcomes} FROM (SELECT ${columns.join(', ')}) AS ${q(RECORD_ALIAS)}`;
     const { rows } = await this.run({ sql, bindings });
-    return rows.length > 0;
+    return readOutcomes(rows[0], options.checks.length);
   }
+
+  /**
+   * Whether the stored record with `id` meets each of `checks` (an update's field rules, on the
+   * row as it is before the write, as the update rule reads it); undefined when there is no such
+   * row. Inside the update's transaction, after the row is locked.
+   */
+  async checkRow(options: { collection: CollectionSchema; id: string; checks: readonly (readonly SqlFragment[])[] }): Promise<boolean[] | undefined> {
+    const bindings: unknown[] = [];
+    const outcomes = outcomeList(options.checks, bindings);
+    bindings.push(options.id);
+    const sql = `SELECT ${outcomes} FROM ${q(options.collection.table)} AS ${q(RECORD_ALIAS)} WHERE ${aliased('id')} = ?`;
+    const { rows } = await this.run({ sql, bindings });
+    return rows[0] === undefined ? undefined : readOutcomes(rows[0], options.checks.length);
+  }
+}
+    const outcomes = outcomeList(options.checks, bindings);
+    const columns: string[] = [];
+
+/** `COALESCE((a) AND (b), FALSE) AS "0", …`: one column per check (a NULL outcome fails, `[]` holds), its bindings appended. */
+function outcomeList(checks: readonly (readonly SqlFragment[])[], bindings: unknown[]): string {
+  if (checks.length === 0) return 'TRUE AS "0"';
+  return checks
+    .map((conditions, i) => {
+      if (conditions.length === 0) return `TRUE AS "${i}"`;
+      return `COALESCE(${whereClause(conditions, bindings, '')}, FALSE) AS "${i}"`;
+    })
+    .join(', ');
+}
+
+/** The outcomes outcomeList selected, in order. */
+function readOutcomes(row: Record<string, unknown> | undefined, count: number): boolean[] {
+  return Array.from({ length: count }, (_, i) => row?.[String(i)] === true);
 }

@@ -46,8 +46,9 @@ export interface WriteRequest {
   readonly uploads?: readonly Upload[];
   /**
    * A multipart update in replace mode (option `multipartUpdate`, docs/files.md): every field the
-   * request does not touch is cleared, as if sent empty. Hidden fields only when `includeHidden` (a
-   * client that never received a hidden field cannot resend it).
+   * request does not touch is cleared, as if sent empty. Hidden fields, and fields with a view or
+   * update rule (DESIGN 24), only when `includeHidden` (a superuser): a client that never received
+   * a field cannot resend it, and a field it may not set is not set by leaving it out.
    */
   readonly clearUnsent?: { readonly includeHidden: boolean };
   /** An update: the body's `id` is the record's and changes nothing, so it is not part of the write. */
@@ -82,7 +83,7 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
   const cleared: string[] = [];
   if (request.clearUnsent) {
     for (const field of collection.fields) {
-      if (field.system || byField.has(field) || (field.hidden && !request.clearUnsent.includeHidden)) continue;
+      if (field.system || byField.has(field) || (isGuarded(field) && !request.clearUnsent.includeHidden)) continue;
       entryOf(field).sent.set('set', null);
       cleared.push(field.name);
     }
@@ -98,4 +99,9 @@ export function readWriteOperations(collection: CollectionSchema, request: Write
     uploadErrors: errors,
     cleared,
   };
+}
+
+/** Whether a replace-mode multipart update leaves the field alone for a non-superuser: hidden, or under a view or update rule. */
+function isGuarded(field: DeclaredFieldSchema): boolean {
+  return field.hidden || field.rules?.view !== undefined || field.rules?.update !== undefined;
 }

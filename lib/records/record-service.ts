@@ -8,7 +8,7 @@ import type { Upload } from '../files/upload.js';
 import type { Logger } from '../logger.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import { isReadableId, isSafeRecordId } from '../schema/record-id.js';
+import { isReadableId } from '../schema/record-id.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
@@ -19,6 +19,7 @@ import { readWriteOperations, type WriteOperations } from './field-operations.js
 import { normalizeWrite } from './normalize-write.js';
 import { checkHookData, type HookRunner } from './record-hooks.js';
 import { RecordPresenter, type ResponseShape } from './present-records.js';
+import { checkNewRecord, checkStoredRecord, compileFieldWriteChecks, conditionsOf, refuseSuperusersOnly } from './field-write-rules.js';
 import type { ExpandBudget, ExpandLimits } from './expand-records.js';
 import { findFileOwner, type FileOwner } from './find-file-owner.js';
 import { ReadRouting } from './read-routing.js';
@@ -27,6 +28,7 @@ import type { RecordsApi } from './records-api.js';
 import { planWrite, type WritePlan } from './write-plan.js';
 import { runAutocommit, runWriteUnit, type WriteUnit } from './write-unit.js';
 import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
+import { refuseViewWrite, requireRecordId } from './write-guards.js';
 
 export type { FileOwner } from './find-file-owner.js';
 
@@ -234,21 +236,20 @@ export class ScopedRecordService {
     return guard(async () => {
       const ruleWhere = this.rule(collection, 'create', write.data);
       const beforeHook = hooks.has(collection, 'beforeCreate');
-      const plan = planWrite({ operation: 'create', joinsUnit: this.context.unit !== undefined, beforeHook, ruleSeesRow: ruleWhere.length > 0 });
+      const ruleSeesRow = ruleWhere.length > 0 || fieldChecks.length > 0;
+      const plan = planWrite({ operation: 'create', joinsUnit: this.context.unit !== undefined, beforeHook, ruleSeesRow });
       return this.parts.runPlanned(plan, this.context, async (unit) => {
         let id = await writer.chooseId(unit.store, collection, write.data);
-        if (ruleWhere.length > 0 && !(await unit.store.matchesNewRow({ collection, values: writer.previewValues(collection, write, id), where: ruleWhere }))) {
-          throw new ForbiddenError('You are not allowed to create this record.');
-        }
+        if (ruleSeesRow) await checkNewRecord(unit.store, { collection, values: writer.previewValues(collection, write, id), rule: ruleWhere, fields: fieldChecks });
         if (beforeHook) {
-          writer.throwIfInvalid(collection, write);
+          writer.throwIfInvalid(collection, write, { superuser: isSuperuser(this.caller) });
           await hooks.runBefore(collection, 'beforeCreate', { ...this.eventBase(collection, unit), data: write.data });
           checkHookData(collection, write.data, { hook: 'beforeCreate', allowId: true });
           id = await writer.chooseId(unit.store, collection, write.data, id);
         }
-        const values = writer.validate(collection, write);
+        const values = writer.validate(collection, write, { superuser: isSuperuser(this.caller) });
         await writer.writeFiles(unit, collection, { id, values, write });
-        const created = await writer.insert(unit.store, collection, { id, values });
+        const created = await writer.insert(unit.store, collection, { id, values, superuser: isSuperuser(this.caller) });
         this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
         unit.afterCommit(() => hooks.runAfter(collection, 'afterCreate', { ...this.eventBase(collection, undefined), record: created }));
         return created;
@@ -256,6 +257,8 @@ export class ScopedRecordService {
     });
   }
 
+      const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'create', caller: this.caller, write });
+      refuseSuperusersOnly(fieldChecks);
   /**
    * Updates a record; failing the update rule is a 404. A rule that reads `@request.body` needs
    * the write's values, which depend on the row (`views+: 1`), so it is checked once the write is
@@ -308,28 +311,33 @@ export class ScopedRecordService {
       });
     }
     if (change.beforeHook) {
-      writer.throwIfInvalid(collection, write, existing);
+      writer.throwIfInvalid(collection, write, { existing, superuser: isSuperuser(this.caller) });
       await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, unit), data: write.data, record: existing });
       checkHookData(collection, write.data, { hook: 'beforeUpdate', allowId: false });
     }
     let values: RecordValues;
     try {
-      values = writer.validate(collection, write, existing);
+      values = writer.validate(collection, write, { existing, superuser: isSuperuser(this.caller) });
       await writer.checkRelations(unit.store, { collection, values, existing });
     } catch (err) {
-      // The rule with the body comes before validation (its 404 first): not yet checked here, so the locked path decides.
-      if (plan === 'versioned' && rule.readsBody && err instanceof ValidationError) return undefined;
+      // The rule with the body and the field rules come before validation (their 404 or 403 first): not yet checked here, so the locked path decides.
+      if (plan === 'versioned' && (rule.readsBody || fieldChecks.length > 0) && (err instanceof ValidationError || err instanceof BadRequestError)) return undefined;
       throw err;
     }
     await writer.writeFiles(unit, collection, { id, values, write });
     // Versioned: applies only to the row as read, and only if it passes the rule (with the body); locked: the row is ours.
     const { version } = read;
-    const result = await writer.rejectDuplicates(collection, () =>
-      version === undefined ? unit.store.update(collection, id, values) : unit.store.updateVersion(collection, id, values, { version, where }),
+    const versionWhere = fieldChecks.length > 0 ? [...where, ...conditionsOf(fieldChecks).flat()] : where;
+    const result = await writer.rejectDuplicates({ collection, operation: 'update', superuser: isSuperuser(this.caller) }, () =>
+      version === undefined ? unit.store.update(collection, id, values) : unit.store.updateVersion(collection, id, values, { version, where: versionWhere }),
     );
     if (!result) return undefined;
     this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
     const kept = new Set(listFileNames(collection, result));
+    // The sent fields' rules, on the stored row once it passed the rule: locked, a statement of their own; versioned, in its statement.
+    const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'update', caller: this.caller, write });
+    if (plan === 'unit' || !rule.readsBody) refuseSuperusersOnly(fieldChecks);
+    if (plan === 'unit') await checkStoredRecord(unit.store, { collection, id, fields: fieldChecks });
     const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
     unit.afterCommit(() => options.files.removeNames(collection, id, removed));
     unit.afterCommit(() => hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, undefined), record: result }));
@@ -436,7 +444,7 @@ export class ScopedRecordService {
 
   /**
    * Reads a write request once into operations per field: a multipart update in replace mode
-   * clears what it does not send (hidden fields only for superusers, who can see them).
+   * clears what it does not send (hidden fields, and fields with a view or update rule, only for superusers).
    */
   private readOperations(collection: CollectionSchema, input: WriteInput, options: { update?: boolean } = {}): WriteOperations {
     const replace = options.update === true && input.source === 'multipart' && this.parts.options.multipartUpdate === 'replace';
@@ -482,18 +490,4 @@ async function findOrNotFound(
 async function lockedRow(store: RecordStore, options: { collection: CollectionSchema; id: string; where: readonly SqlFragment[] }): Promise<{ record: RecordValues; version?: undefined } | undefined> {
   const record = await store.selectById({ ...options, lock: true });
   return record && { record };
-}
-
-/** Every stored id is safe (lib/schema/record-id.ts), so anything else is a 404 without asking the database. */
-function requireRecordId(id: string): void {
-  if (!isSafeRecordId(id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-}
-
-/**
- * A view collection's records are the rows of its query (docs/collections.md): a create, update or
- * delete of one is a 400 before anything is read, written or uploaded, over HTTP, in a batch and
- * through the server API alike.
- */
-function refuseViewWrite(collection: CollectionSchema): void {
-  if (collection.type === 'view') throw new BadRequestError(`"${collection.name}" is a view collection: its records are read-only.`, 'view_collection_read_only');
 }

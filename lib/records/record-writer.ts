@@ -1,4 +1,4 @@
-import { ValidationError, type FieldError } from '../errors.js';
+import { BadRequestError, ValidationError, type FieldError, type RecordbaseError } from '../errors.js';
 import { RECORD_ALIAS, type RecordStore, type RecordValues, type RelationRequirement } from '../db/record-store.js';
 import { uniqueViolationConstraint } from '../db/statements/translate-database-error.js';
 import { listFileNames, type RecordFiles } from '../files/record-files.js';
@@ -15,6 +15,12 @@ export interface StoredWrite {
   readonly id: string;
   readonly values: RecordValues;
   readonly write: NormalizedWrite;
+}
+
+/** What a write is validated over: the stored record of an update (none for a create), and whether the caller is a superuser (who may read every field). */
+export interface StoredOver {
+  readonly existing?: RecordValues;
+  readonly superuser: boolean;
 }
 
 /**
@@ -39,8 +45,8 @@ export class RecordWriter {
    * relation is missing, for the same 422 as checkRelations gives; if none is (the target
    * appeared meanwhile), the insert is tried once more. A unique violation is a 422.
    */
-  async insert(store: RecordStore, collection: CollectionSchema, stored: { id: string; values: RecordValues }): Promise<RecordValues> {
-    return this.rejectDuplicates(collection, async () => {
+  async insert(store: RecordStore, collection: CollectionSchema, stored: { id: string; values: RecordValues; superuser: boolean }): Promise<RecordValues> {
+    return this.rejectDuplicates({ collection, operation: 'create', superuser: stored.superuser }, async () => {
       const row = { ...stored.values, id: stored.id };
       const requirements = this.relationRequirements(collection, stored.values);
       const inserted = await store.insertIfRelated(collection, row, requirements);
@@ -73,21 +79,32 @@ export class RecordWriter {
   }
 
   /** A write whose values could not even be read is refused before hooks see it. */
-  throwIfInvalid(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): void {
-    if (Object.keys(write.errors).length > 0) this.validate(collection, write, existing);
+  throwIfInvalid(collection: CollectionSchema, write: NormalizedWrite, over: StoredOver): void {
+    if (Object.keys(write.errors).length > 0) this.validate(collection, write, over);
   }
 
   /**
    * The full values to store: the normalised write over the existing record, checked. Failures
-   * of reading (coercion, uploads) are reported in the same 422 as the constraints.
+   * of reading (coercion, uploads) are reported in the same 422 as the constraints. An update
+   * checks the stored values it keeps too; for a non-superuser, the failures of a field it did not
+   * send and may not read (a view rule, DESIGN 24) are left out, since they would tell what the
+   * field holds, and a write that fails only there is a 400 that names nothing.
    */
-  validate(collection: CollectionSchema, write: NormalizedWrite, existing?: RecordValues): RecordValues {
-    return this.compiled.validator(collection).validate({
-      data: write.data,
-      existing,
-      errors: write.errors,
-      uploadedNames: new Set(write.operations.uploads.map((upload) => upload.name)),
-    });
+  validate(collection: CollectionSchema, write: NormalizedWrite, over: StoredOver): RecordValues {
+    try {
+      return this.compiled.validator(collection).validate({
+        data: write.data,
+        existing: over.existing,
+        errors: write.errors,
+        uploadedNames: new Set(write.operations.uploads.map((upload) => upload.name)),
+      });
+    } catch (err) {
+      if (!(err instanceof ValidationError) || over.existing === undefined || over.superuser) throw err;
+      const told = Object.entries(err.data).filter(([name]) => collection.field(name)?.rules?.view === undefined || Object.prototype.hasOwnProperty.call(write.data, name));
+      if (told.length === Object.keys(err.data).length) throw err;
+      if (told.length === 0) throw new BadRequestError('Failed to update record.');
+      throw new ValidationError(Object.fromEntries(told));
+    }
   }
 
   /**
@@ -125,12 +142,16 @@ export class RecordWriter {
     if (Object.keys(errors).length > 0) throw missingRelations(Object.keys(errors));
   }
 
-  /** Runs a write, turning a unique index violation into a 422 on the index's field. */
-  async rejectDuplicates<T>(collection: CollectionSchema, write: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a write, turning a unique index violation into a 422 on the index's field; for a
+   * non-superuser, an index over a field with a view rule (DESIGN 24) is a 400 that names neither
+   * the field nor the value, so that it does not confirm that a value the caller may not read exists.
+   */
+  async rejectDuplicates<T>(target: { collection: CollectionSchema; operation: 'create' | 'update'; superuser: boolean }, write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (err) {
-      throw uniqueViolation(collection, err) ?? err;
+      throw uniqueViolation(target, err) ?? err;
     }
   }
 
@@ -156,12 +177,15 @@ async function refuseCaseTwin(store: RecordStore, collection: CollectionSchema, 
   if (twins.length > 0) throw new ValidationError({ id: { code: 'validation_not_unique', message: 'Value must be unique (ids that differ only by case are one folder on some file systems).' } });
 }
 
-/** A unique index violation as a 422 on the index's first field (the primary key: `id`). */
-function uniqueViolation(collection: CollectionSchema, err: unknown): ValidationError | undefined {
+/** A unique index violation as a 422 on the index's first field (the primary key: `id`), or the opaque 400 (rejectDuplicates). */
+function uniqueViolation(target: { collection: CollectionSchema; operation: 'create' | 'update'; superuser: boolean }, err: unknown): RecordbaseError | undefined {
+  const { collection } = target;
   const constraint = uniqueViolationConstraint(err);
   if (constraint === undefined) return undefined;
   const index = collection.indexes.find((i) => i.name === constraint);
-  const field = index ? (collection.fields.find((f) => f.column === index.columns[0].column)?.name ?? 'id') : 'id';
+  const fields = index ? index.columns.map((column) => collection.fields.find((f) => f.column === column.column)) : [];
+  if (!target.superuser && fields.some((field) => field?.rules?.view !== undefined)) return new BadRequestError(`Failed to ${target.operation} record.`);
+  const field = index ? (fields[0]?.name ?? 'id') : 'id';
   return new ValidationError({ [field]: { code: 'validation_not_unique', message: 'Value must be unique.' } });
 }
 
