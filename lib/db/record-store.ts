@@ -396,6 +396,8 @@ export class RecordStore {
    */
   async checkNewRow(options: { collection: CollectionSchema; values: RecordValues; checks: readonly (readonly SqlFragment[])[] }): Promise<boolean[]> {
     const bindings: unknown[] = [];
+    const outcomes = outcomeList(options.checks, bindings);
+    const columns: string[] = [];
     for (const field of options.collection.fields) {
       if (field.name === 'created' || field.name === 'updated') {
         columns.push(`now() AS ${q(field.column)}`);
@@ -424,8 +426,6 @@ export class RecordStore {
     return rows[0] === undefined ? undefined : readOutcomes(rows[0], options.checks.length);
   }
 }
-    const outcomes = outcomeList(options.checks, bindings);
-    const columns: string[] = [];
 
 /** `COALESCE((a) AND (b), FALSE) AS "0", …`: one column per check (a NULL outcome fails, `[]` holds), its bindings appended. */
 function outcomeList(checks: readonly (readonly SqlFragment[])[], bindings: unknown[]): string {

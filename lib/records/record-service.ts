@@ -16,19 +16,19 @@ import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
 import { deleteRecords, withoutViewReferences, type DeletedRecord } from './delete-records.js';
 import { readWriteOperations, type WriteOperations } from './field-operations.js';
+import { checkNewRecord, checkStoredRecord, compileFieldWriteChecks, conditionsOf, refuseSuperusersOnly } from './field-write-rules.js';
 import { normalizeWrite } from './normalize-write.js';
 import { checkHookData, type HookRunner } from './record-hooks.js';
 import { RecordPresenter, type ResponseShape } from './present-records.js';
-import { checkNewRecord, checkStoredRecord, compileFieldWriteChecks, conditionsOf, refuseSuperusersOnly } from './field-write-rules.js';
 import type { ExpandBudget, ExpandLimits } from './expand-records.js';
 import { findFileOwner, type FileOwner } from './find-file-owner.js';
 import { ReadRouting } from './read-routing.js';
 import { RecordWriter } from './record-writer.js';
 import type { RecordsApi } from './records-api.js';
+import { refuseViewWrite, requireRecordId } from './write-guards.js';
 import { planWrite, type WritePlan } from './write-plan.js';
 import { runAutocommit, runWriteUnit, type WriteUnit } from './write-unit.js';
 import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
-import { refuseViewWrite, requireRecordId } from './write-guards.js';
 
 export type { FileOwner } from './find-file-owner.js';
 
@@ -235,6 +235,8 @@ export class ScopedRecordService {
     const hooks = options.hooks;
     return guard(async () => {
       const ruleWhere = this.rule(collection, 'create', write.data);
+      const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'create', caller: this.caller, write });
+      refuseSuperusersOnly(fieldChecks);
       const beforeHook = hooks.has(collection, 'beforeCreate');
       const ruleSeesRow = ruleWhere.length > 0 || fieldChecks.length > 0;
       const plan = planWrite({ operation: 'create', joinsUnit: this.context.unit !== undefined, beforeHook, ruleSeesRow });
@@ -257,8 +259,6 @@ export class ScopedRecordService {
     });
   }
 
-      const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'create', caller: this.caller, write });
-      refuseSuperusersOnly(fieldChecks);
   /**
    * Updates a record; failing the update rule is a 404. A rule that reads `@request.body` needs
    * the write's values, which depend on the row (`views+: 1`), so it is checked once the write is
@@ -310,6 +310,10 @@ export class ScopedRecordService {
         throw err;
       });
     }
+    // The sent fields' rules, on the stored row once it passed the rule: locked, a statement of their own; versioned, in its statement.
+    const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'update', caller: this.caller, write });
+    if (plan === 'unit' || !rule.readsBody) refuseSuperusersOnly(fieldChecks);
+    if (plan === 'unit') await checkStoredRecord(unit.store, { collection, id, fields: fieldChecks });
     if (change.beforeHook) {
       writer.throwIfInvalid(collection, write, { existing, superuser: isSuperuser(this.caller) });
       await hooks.runBefore(collection, 'beforeUpdate', { ...this.eventBase(collection, unit), data: write.data, record: existing });
@@ -334,10 +338,6 @@ export class ScopedRecordService {
     if (!result) return undefined;
     this.parts.routing.fenceOnCommit(unit, this.caller, this.context);
     const kept = new Set(listFileNames(collection, result));
-    // The sent fields' rules, on the stored row once it passed the rule: locked, a statement of their own; versioned, in its statement.
-    const fieldChecks = compileFieldWriteChecks({ registry: this.parts.compiled.registry, collection, action: 'update', caller: this.caller, write });
-    if (plan === 'unit' || !rule.readsBody) refuseSuperusersOnly(fieldChecks);
-    if (plan === 'unit') await checkStoredRecord(unit.store, { collection, id, fields: fieldChecks });
     const removed = listFileNames(collection, existing).filter((name) => !kept.has(name));
     unit.afterCommit(() => options.files.removeNames(collection, id, removed));
     unit.afterCommit(() => hooks.runAfter(collection, 'afterUpdate', { ...this.eventBase(collection, undefined), record: result }));
