@@ -14,6 +14,8 @@ export interface FieldInfo {
   multiple: boolean;
   presentable: boolean;
   help: string;
+  /** The field's own rules as declared (view, create, update), when it has any. */
+  rules?: { [action: string]: string | null };
   [setting: string]: unknown;
 }
 

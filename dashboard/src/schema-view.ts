@@ -3,7 +3,7 @@ import type { CollectionInfo, FieldInfo, IndexInfo } from './api.js';
 import { html } from './html.js';
 
 /** The keys every field has, shown in their own columns. */
-const BASE_KEYS = new Set(['name', 'type', 'system', 'required', 'hidden', 'multiple', 'presentable', 'help', 'id']);
+const BASE_KEYS = new Set(['name', 'type', 'system', 'required', 'hidden', 'multiple', 'presentable', 'help', 'id', 'rules']);
 
 function settingsOf(field: FieldInfo): string {
   return Object.entries(field)
@@ -19,6 +19,13 @@ function flagsOf(field: FieldInfo): string {
 function describeRule(rule: string | null): string {
   if (rule === null) return 'superusers only';
   return rule === '' ? 'everyone' : rule;
+}
+
+/** A field's own rules (docs/collections.md, "Field rules"), each action as the collection's rules read: "view: id = @request.auth.id; update: superusers only". */
+function fieldRulesOf(field: FieldInfo): string {
+  return Object.entries(field.rules ?? {})
+    .map(([action, rule]) => `${action}: ${describeRule(rule)}`)
+    .join('; ');
 }
 
 /** An index as its kind and columns: "unique (slug)", "(created, id), automatic", "gin (tags), automatic". */
@@ -42,10 +49,10 @@ export function SchemaView(props: { collection: CollectionInfo; onBack: () => vo
     <h3>Fields</h3>
     <div class="table-wrap">
       <table aria-label=${`${collection.name} fields`}>
-        <thead><tr><th scope="col">name</th><th scope="col">type</th><th scope="col">flags</th><th scope="col">settings</th><th scope="col">help</th></tr></thead>
+        <thead><tr><th scope="col">name</th><th scope="col">type</th><th scope="col">flags</th><th scope="col">settings</th><th scope="col">rules</th><th scope="col">help</th></tr></thead>
         <tbody>
           ${collection.fields.map(
-            (f) => html`<tr key=${f.name}><td>${f.name}</td><td>${f.type}</td><td>${flagsOf(f)}</td><td>${settingsOf(f)}</td><td>${f.help}</td></tr>`,
+            (f) => html`<tr key=${f.name}><td>${f.name}</td><td>${f.type}</td><td>${flagsOf(f)}</td><td>${settingsOf(f)}</td><td>${fieldRulesOf(f)}</td><td>${f.help}</td></tr>`,
           )}
         </tbody>
       </table>

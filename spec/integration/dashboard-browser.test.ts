@@ -25,7 +25,8 @@ function dashboardCollections(): CollectionDefinition[] {
       name: 'users',
       fields: [
         { name: 'name', type: 'text', presentable: true },
-        { name: 'email', type: 'email' },
+        // Rules of its own (issue 46): a superuser passes them, so the dashboard shows and edits it.
+        { name: 'email', type: 'email', rules: { view: 'id = @request.auth.id', update: null } },
       ],
       rules: OPEN_RULES,
     },
@@ -616,6 +617,29 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       expect(shown.map((text) => text.split(':')[0]).sort()).toEqual(made.sort());
       await root.getByRole('button', { name: 'Records' }).click();
       await recordsTable(root, 'posts').waitFor();
+    });
+
+    test('a field with rules of its own is shown and edited as any other, and the schema lists its rules', async () => {
+      await openCollection(root, 'users');
+      const ann = recordsTable(root, 'users').getByRole('row').filter({ hasText: 'Ann' }).first();
+      await ann.waitFor();
+      expect(await ann.innerText()).toContain('ann@example.com');
+      await ann.click();
+      const dialog = root.getByRole('dialog', { name: 'Edit users record' });
+      await dialog.waitFor();
+      expect(await control(dialog, 'email').inputValue()).toBe('ann@example.com');
+      await control(dialog, 'email').fill('ann.new@example.com');
+      await dialog.getByRole('button', { name: 'Save' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      const stored = await app.http.get(api(`users/records/${ids.ann}`)).set('Authorization', ROOT);
+      expect(stored.body.email).toBe('ann.new@example.com');
+      await root.getByRole('button', { name: 'Schema' }).click();
+      const fields = root.getByRole('table', { name: 'users fields' });
+      await fields.waitFor();
+      const email = fields.getByRole('row').filter({ has: root.getByRole('cell', { name: 'email', exact: true }) }).first();
+      expect(await email.innerText()).toContain('view: id = @request.auth.id; update: superusers only');
+      await root.getByRole('button', { name: 'Records' }).click();
+      await recordsTable(root, 'users').waitFor();
     });
 
     test('live: a record created by another client appears without reload', async () => {
