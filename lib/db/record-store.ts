@@ -17,6 +17,16 @@ export type RecordValues = Record<string, unknown>;
 /** The alias of a collection's table in every statement; compiled filters and sorts refer to it. */
 export const RECORD_ALIAS = 'r';
 
+/**
+ * Columns a read select returns beside the record's own (`expr AS "alias", …`, aliases no field
+ * can have), and what each row's values become with them: how field view rules join a read's
+ * plan (lib/records/field-visibility.ts). Without them a select's text is the fixed one.
+ */
+export interface ExtraColumns {
+  readonly columns: SqlFragment;
+  read(values: RecordValues, row: Record<string, unknown>): RecordValues;
+}
+
 
 /** How a column's value becomes a record value, by storage kind (lib/schema/storage-kinds.ts), as the row reader names them. */
 const READ_STORAGE = Object.fromEntries(Object.entries(STORAGE_KINDS).map(([kind, spec]) => [kind, spec.readColumn])) as Record<StorageKind, (raw: unknown) => unknown>;
@@ -52,6 +62,8 @@ class CollectionSql {
   readonly selectList: string;
   /** `"id", "title", …` (RETURNING of inserts and updates) */
   readonly returning: string;
+  /** ` FROM "posts" AS "r"` */
+  readonly from: string;
   /** `SELECT <list> FROM "posts" AS "r"` */
   readonly selectFrom: string;
   /** `SELECT count(*)::int AS n FROM "posts" AS "r"` */
@@ -70,7 +82,8 @@ class CollectionSql {
     const table = `${q(collection.table)} AS ${q(RECORD_ALIAS)}`;
     this.selectList = collection.fields.map((field) => aliased(field.column)).join(', ');
     this.returning = columnList(collection.fields);
-    this.selectFrom = `SELECT ${this.selectList} FROM ${table}`;
+    this.from = ` FROM ${table}`;
+    this.selectFrom = `SELECT ${this.selectList}${this.from}`;
     this.countFrom = `SELECT count(*)::int AS n FROM ${table}`;
     this.byId = `${this.selectFrom} WHERE ${aliased('id')} = ?`;
     this.existingIds = `SELECT ${q('id')} FROM ${q(collection.table)} WHERE ${q('id')} = ANY(?::text[])`;
@@ -127,6 +140,14 @@ function whereClause(where: readonly SqlFragment[], bindings: unknown[], leading
     for (const binding of fragment.bindings) bindings.push(binding);
   }
   return text;
+}
+
+/** `SELECT <list> FROM "posts" AS "r"`, the fixed text, or with `extra`'s columns after the list (their bindings appended to `bindings`). */
+function selectFrom(collection: CollectionSchema, extra: ExtraColumns | undefined, bindings: unknown[]): string {
+  const statements = sqlOf(collection);
+  if (extra === undefined) return statements.selectFrom;
+  for (const binding of extra.columns.bindings) bindings.push(binding);
+  return `SELECT ${statements.selectList}, ${extra.columns.sql}${statements.from}`;
 }
 
 /** The quoted `r.<column>` of a record statement. */
@@ -187,18 +208,19 @@ export class RecordStore {
     return runStatement(this.db, statement, this.context, this.held);
   }
 
-  private async rows(collection: CollectionSchema, statement: Statement): Promise<RecordValues[]> {
+  private async rows(collection: CollectionSchema, statement: Statement, extra?: ExtraColumns): Promise<RecordValues[]> {
     const { rows } = await this.run(statement);
     const read = sqlOf(collection).readRow;
     const out: RecordValues[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
+    if (extra === undefined) for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
+    else for (let i = 0; i < rows.length; i++) out[i] = extra.read(read(rows[i]!), rows[i]!);
     return out;
   }
 
   /** One page of records matching every `where` fragment, in `orderBy` order. */
-  async selectPage(options: { collection: CollectionSchema; where: readonly SqlFragment[]; orderBy: SqlFragment; limit: number; offset: number }): Promise<RecordValues[]> {
+  async selectPage(options: { collection: CollectionSchema; where: readonly SqlFragment[]; orderBy: SqlFragment; limit: number; offset: number; extra?: ExtraColumns }): Promise<RecordValues[]> {
     const bindings: unknown[] = [];
-    let sql = sqlOf(options.collection).selectFrom + whereClause(options.where, bindings);
+    let sql = selectFrom(options.collection, options.extra, bindings) + whereClause(options.where, bindings);
     sql += ` ORDER BY ${options.orderBy.sql} LIMIT ?`;
     for (const binding of options.orderBy.bindings) bindings.push(binding);
     bindings.push(options.limit);
@@ -206,7 +228,7 @@ export class RecordStore {
       sql += ' OFFSET ?';
       bindings.push(options.offset);
     }
-    return this.rows(options.collection, { sql, bindings });
+    return this.rows(options.collection, { sql, bindings }, options.extra);
   }
 
   /** How many records match every `where` fragment. */
@@ -222,11 +244,14 @@ export class RecordStore {
    * until the transaction ends (FOR UPDATE), which is what keeps concurrent updates from losing
    * one another.
    */
-  async selectById(options: { collection: CollectionSchema; id: string; where?: readonly SqlFragment[]; lock?: boolean }): Promise<RecordValues | undefined> {
-    const bindings: unknown[] = [options.id];
-    let sql = sqlOf(options.collection).byId + whereClause(options.where ?? [], bindings, ' AND ');
+  async selectById(options: { collection: CollectionSchema; id: string; where?: readonly SqlFragment[]; lock?: boolean; extra?: ExtraColumns }): Promise<RecordValues | undefined> {
+    const { extra } = options;
+    const bindings: unknown[] = [];
+    let sql = extra === undefined ? sqlOf(options.collection).byId : `${selectFrom(options.collection, extra, bindings)} WHERE ${aliased('id')} = ?`;
+    bindings.push(options.id);
+    sql += whereClause(options.where ?? [], bindings, ' AND ');
     if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
-    const rows = await this.rows(options.collection, { sql, bindings });
+    const rows = await this.rows(options.collection, { sql, bindings }, extra);
     return rows[0];
   }
 
@@ -237,15 +262,25 @@ export class RecordStore {
    * parameter: one placeholder however many there are (one per id stops at the protocol's 65,535
    * parameters, and a bulk delete may select more records than that).
    */
-  async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[]; limit?: number }): Promise<RecordValues[]> {
+  async selectByIds(options: { collection: CollectionSchema; ids: readonly string[]; where?: readonly SqlFragment[]; limit?: number; extra?: ExtraColumns }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
-    const bindings: unknown[] = [[...options.ids]];
-    let sql = `${sqlOf(options.collection).selectFrom} WHERE ${aliased('id')} = ANY(?::text[])` + whereClause(options.where ?? [], bindings, ' AND ');
+    const bindings: unknown[] = [];
+    let sql = `${selectFrom(options.collection, options.extra, bindings)} WHERE ${aliased('id')} = ANY(?::text[])`;
+    bindings.push([...options.ids]);
+    sql += whereClause(options.where ?? [], bindings, ' AND ');
     if (options.limit !== undefined) {
       sql += ' LIMIT ?';
       bindings.push(options.limit);
     }
-    return this.rows(options.collection, { sql, bindings });
+    return this.rows(options.collection, { sql, bindings }, options.extra);
+  }
+
+  /** The id and `columns` of each record of `ids` that exists (in no particular order): what is evaluated on records already at hand. */
+  async selectColumnsByIds(collection: CollectionSchema, ids: readonly string[], columns: SqlFragment): Promise<Record<string, unknown>[]> {
+    if (ids.length === 0) return [];
+    const sql = `SELECT ${aliased('id')}, ${columns.sql}${sqlOf(collection).from} WHERE ${aliased('id')} = ANY(?::text[])`;
+    const { rows } = await this.run({ sql, bindings: [...columns.bindings, [...ids]] });
+    return rows;
   }
 
   /** The subset of `ids` that exist in the collection (relation checks). */
@@ -267,12 +302,13 @@ export class RecordStore {
     where?: readonly SqlFragment[];
     lock?: boolean;
     limit?: number;
+    extra?: ExtraColumns;
   }): Promise<RecordValues[]> {
     if (options.ids.length === 0) return [];
     const column = aliased(options.field.column);
     const where = options.where ?? [];
     const bindings: unknown[] = [];
-    let sql = sqlOf(options.collection).selectFrom + whereClause(where, bindings);
+    let sql = selectFrom(options.collection, options.extra, bindings) + whereClause(where, bindings);
     sql += `${where.length === 0 ? ' WHERE ' : ' AND '}${options.field.multiple ? `jsonb_exists_any(${column}, ?::text[])` : `${column} = ANY(?::text[])`}`;
     bindings.push([...options.ids]);
     if (options.lock) sql += ` FOR UPDATE OF ${q(RECORD_ALIAS)}`;
@@ -281,7 +317,7 @@ export class RecordStore {
       sql += ' LIMIT ?';
       bindings.push(options.limit);
     }
-    return this.rows(options.collection, { sql, bindings });
+    return this.rows(options.collection, { sql, bindings }, options.extra);
   }
 
   /** Inserts a record (created and updated set by the database) and returns it as stored. */

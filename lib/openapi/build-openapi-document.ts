@@ -62,6 +62,13 @@ function describeRule(rule: string | null): string {
   return "callers the collection's rule admits (superusers always)";
 }
 
+/** What a list's filter and sort make of fields with a view rule of their own (DESIGN 24); "" without any. */
+function describeGuardedFilter(fields: ReadonlyMap<FieldSchema, FieldSchemas>): string {
+  const guarded = [...fields.keys()].filter((f) => f.rules?.view !== undefined).map((f) => `\`${f.name}\``);
+  if (guarded.length === 0) return '';
+  return ` In filter and sort, ${guarded.join(', ')} read${guarded.length === 1 ? 's' : ''} as empty on each record whose field view rule refuses the caller.`;
+}
+
 /** The fields a non-superuser sees, in declaration order. */
 function visibleFields(collection: CollectionSchema): FieldSchema[] {
   return collection.fields.filter((f) => !f.system && !f.hidden);
@@ -311,7 +318,7 @@ function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSc
           tags,
           operationId: `list${type}`,
           summary: `List ${name} records`,
-          description: `Rule: ${describeRule(rules.list)}; records the rule refuses are left out of the list.`,
+          description: `Rule: ${describeRule(rules.list)}; records the rule refuses are left out of the list.${describeGuardedFilter(fields)}`,
           parameters: [...LIST_PARAMETERS, expand],
           responses: responses({ 200: { description: 'One page of records.', ...jsonContent(ref(toTypeName(name, 'list'))) } }, ['BadRequest', 'Unauthorized', 'Forbidden']),
         },

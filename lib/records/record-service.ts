@@ -11,6 +11,7 @@ import type { CollectionSchema, SchemaRegistry } from '../schema/collection-sche
 import { isReadableId } from '../schema/record-id.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
+import { fieldViewColumns } from './field-visibility.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
 import { isSuperuser, type Caller } from './caller.js';
@@ -180,10 +181,10 @@ export class ScopedRecordService {
   ) {}
 
   /**
-   * Stored records as this caller's answer (lib/records/present-records.ts): hidden fields
-   * dropped but for superusers, relations expanded through this context's store (inside a unit,
-   * its transaction, so it sees what it wrote), then `fields` applied. `budget`: one shared by the
-   * responses of one answer (a batch's).
+   * Stored records as this caller's answer (lib/records/present-records.ts): hidden fields and
+   * those a field view rule refuses dropped but for superusers, relations expanded through this
+   * context's store (inside a unit, its transaction, so it sees what it wrote), then `fields`
+   * applied. `budget`: one shared by the responses of one answer (a batch's).
    */
   present(collection: CollectionSchema, records: readonly RecordValues[], options: { shape: ResponseShape; budget?: ExpandBudget }): Promise<Record<string, unknown>[]> {
     // Nothing to expand (most responses) reads nothing: no routing decision to make.
@@ -198,8 +199,9 @@ export class ScopedRecordService {
       const { caller } = this;
       const where = fenceFilter(this.rule(collection, 'list'), compileUserFilter({ registry, collection, filter: query.filter, caller }));
       const orderBy = compileRecordOrder({ registry, collection, sort: query.sort, caller });
+      const extra = fieldViewColumns({ registry, collection, caller }); // field view rules, in the page's statement
       return this.parts.routing.read(this.readerKeys(), this.context, async (store) => {
-        const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage });
+        const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage, extra });
         if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
         const totalItems = await store.count({ collection, where });
         return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
@@ -213,7 +215,8 @@ export class ScopedRecordService {
     try {
       const where = this.rule(collection, 'view');
       if (!isReadableId(collection, id)) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
-      const record = await this.parts.routing.read(this.readerKeys(), this.context, (store) => store.selectById({ collection, id, where }));
+      const extra = fieldViewColumns({ registry: this.parts.compiled.registry, collection, caller: this.caller });
+      const record = await this.parts.routing.read(this.readerKeys(), this.context, (store) => store.selectById({ collection, id, where, extra }));
       if (!record) throw new NotFoundError("The requested record wasn't found.", 'record_not_found');
       return record;
     } catch (err) {

@@ -277,6 +277,8 @@ describe('the OpenAPI document', () => {
       expect(propertiesOf(doc, 'PeopleCreate').score.description).toMatch(/Set by superusers only: sending it otherwise answers 403\.$/);
       expect(propertiesOf(doc, 'PeopleUpdate').email.description).toMatch(/Set only where the field's update rule admits the caller \(superusers always\): sending it otherwise answers 403\.$/);
       for (const key of ['score', 'score+', 'score-']) expect(propertiesOf(doc, 'PeopleUpdate')[key].description).toMatch(/the field's update rule admits the caller/);
+      const list = (doc.paths as Record<string, { get: { description: string } }>)['/api/collections/people/records'].get;
+      expect(list.description).toMatch(/In filter and sort, `email`, `secret` read as empty on each record whose field view rule refuses the caller\.$/);
       // The expressions stay private, as the collection's rules do.
       expect(JSON.stringify(doc)).not.toContain('@request.auth');
     });
