@@ -3,14 +3,14 @@ import type { DatabaseContext } from '../db/statements/database-context.js';
 import { readRow, type RecordStore } from '../db/record-store.js';
 import { StatementRunner } from '../db/statements/statement-runner.js';
 import type { Logger } from '../logger.js';
-import { resolveBindings } from '../query/deferred-value.js';
+import { withVisibleFields } from '../records/field-visibility.js';
 import type { RecordPresenter } from '../records/present-records.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { Change } from './change-reader.js';
-import { checkRecords, type CheckOutcome, type CheckTarget, type Conditions } from './check-records.js';
+import { checkRecords, type CheckOutcome, type CheckTarget } from './check-records.js';
 import { FairLanes } from './fair-lanes.js';
 import type { ClientDelivery, DeliveryItem, LocalClient, LocalSubscription } from './local-client.js';
-import type { SubscriptionConditions } from './subscription-conditions.js';
+import { memberConditions, type MemberConditions } from './member-conditions.js';
 import { traceDelivery } from '../telemetry/trace-delivery.js';
 
 /** What delivery needs from the hub. */
@@ -68,11 +68,19 @@ function targetFor(change: Change, mode: CheckMode): CheckTarget {
   return { kind: 'written', row: change.row, seq: change.seq, tx: change.tx, snapshot: change.snapshot };
 }
 
-/** What one check decided for one change in one mode: the outcome (or its failure), the change's target in it, each member's index. */
+/** What one check decided for one change in one mode: the outcome (or its failure), the change's target in it, each member's index and its conditions. */
 interface ModeCheck {
   readonly outcome: CheckOutcome | 'failed';
   readonly target: number;
   readonly member: ReadonlyMap<LocalSubscription, number>;
+  readonly conditions: MemberConditions;
+}
+
+/** Subscriptions whose change is presented once: the row they were checked on, which guarded fields show, and the subscriptions. */
+interface MessageGroup {
+  readonly row: Record<string, unknown>;
+  readonly visible?: readonly boolean[];
+  readonly members: LocalSubscription[];
 }
 
 /** A change's shared checks, per mode. */
@@ -169,13 +177,14 @@ export class ChangeDelivery {
           }
         }
         const member = new Map(members.map((s, i) => [s, i]));
+        const conditions = memberConditions(members, now);
         let outcome: CheckOutcome | 'failed';
         try {
           outcome = await checkRecords({
             runner: this.runnerWithin(this.context(SHARED_CHECKS_CLIENT)),
             collection,
             targets,
-            conditions: members.map((s) => resolveConditions(s.conditions, now)),
+            conditions: conditions.conditions,
             staleness: mode === 'as-now',
           });
         } catch (error) {
@@ -185,7 +194,7 @@ export class ChangeDelivery {
         }
         for (const index of reached) {
           const checks = result.get(index) ?? {};
-          checks[mode] = { outcome, target: targetOf.get(index)!, member };
+          checks[mode] = { outcome, target: targetOf.get(index)!, member, conditions };
           result.set(index, checks);
         }
       }
@@ -208,8 +217,8 @@ export class ChangeDelivery {
   }): Promise<void> {
     const { change, collection, now, items } = options;
     const toCheck = new Map<LocalClient, LocalSubscription[]>();
-    /** Holding subscriptions per message: the row they were checked on, and their shape. */
-    const groups = new Map<string, { row: Record<string, unknown>; members: LocalSubscription[] }>();
+    /** Holding subscriptions per message: by their shape and the guarded fields that show to them. */
+    const groups = new Map<string, MessageGroup>();
     for (const sub of options.subscriptions) {
       if (!isOpen(sub) || !reaches(sub, change)) continue;
       const mode = modeOf(sub);
@@ -221,20 +230,21 @@ export class ChangeDelivery {
       }
       if (!check.outcome.holds(index, check.target)) continue;
       const idOnly = mode === 'as-now' && change.action === 'delete' && check.outcome.stale[check.target];
-      const key = idOnly ? '' : `${mode}|${sub.shapeGroup}`;
+      const fields = check.conditions.fieldsOf(check.outcome, index, check.target);
+      const key = idOnly ? '' : `${mode}|${sub.shapeGroup}|${fields.key}`;
       const group = groups.get(key);
       if (group) group.members.push(sub);
-      else groups.set(key, { row: check.outcome.rows[check.target]!, members: [sub] });
+      else groups.set(key, { row: check.outcome.rows[check.target]!, visible: fields.visible, members: [sub] });
     }
     let presented = 0;
     let bytes = 0;
     // The largest groups first: what goes past the per-change budget is checked in lanes.
-    for (const [key, { row, members }] of [...groups].sort((a, b) => b[1].members.length - a[1].members.length)) {
+    for (const [key, { row, visible, members }] of [...groups].sort((a, b) => b[1].members.length - a[1].members.length)) {
       if (presented >= SHARED_SHAPES_PER_CHANGE || bytes >= SHARED_BYTES_PER_CHANGE) {
         for (const sub of members) addTo(toCheck, sub.client, sub);
         continue;
       }
-      const data = key === '' ? idOnlyMessage(change, collection) : await this.present({ change, collection, row, first: members[0], context: this.context(SHARED_CHECKS_CLIENT) });
+      const data = key === '' ? idOnlyMessage(change, collection) : await this.present({ change, collection, row, visible, first: members[0], context: this.context(SHARED_CHECKS_CLIENT) });
       presented++;
       if (!data) continue;
       bytes += data.length;
@@ -328,15 +338,16 @@ export class ChangeDelivery {
     // checked as it is now (with the identity it now has); what it dropped is not.
     const current = new Map(client.subscriptions.map((s) => [s.sub.raw, s]));
     const live = item.subscriptions.flatMap((s) => (s.active ? [s] : (current.get(s.sub.raw) ?? [])));
-    const groups = new Map<string, { row: Record<string, unknown>; members: LocalSubscription[] }>();
+    const groups = new Map<string, MessageGroup>();
     for (const mode of ['as-written', 'as-now'] as const) {
       const subscriptions = live.filter((s) => modeOf(s) === mode);
       if (subscriptions.length === 0) continue;
+      const conditions = memberConditions(subscriptions, item.now);
       const outcome = await checkRecords({
         runner: this.runnerWithin(context),
         collection: subscriptions[0].collection,
         targets: [targetFor(change, mode)],
-        conditions: subscriptions.map((s) => resolveConditions(s.conditions, item.now)),
+        conditions: conditions.conditions,
         staleness: mode === 'as-now',
       });
       const row = outcome.rows[0];
@@ -344,20 +355,21 @@ export class ChangeDelivery {
       subscriptions.forEach((sub, m) => {
         if (!outcome.holds(m, 0)) return;
         const idOnly = mode === 'as-now' && change.action === 'delete' && outcome.stale[0];
-        const key = idOnly ? '' : `${mode}|${sub.shapeGroup}`;
+        const fields = conditions.fieldsOf(outcome, m, 0);
+        const key = idOnly ? '' : `${mode}|${sub.shapeGroup}|${fields.key}`;
         const group = groups.get(key);
         if (group) group.members.push(sub);
-        else groups.set(key, { row, members: [sub] });
+        else groups.set(key, { row, visible: fields.visible, members: [sub] });
       });
     }
     const frames: DeliveryItem[] = [];
     const room = client.stream?.room ?? 0;
     let bytes = 0;
-    for (const [key, { row, members }] of groups) {
+    for (const [key, { row, visible, members }] of groups) {
       // Past the stream's room the write drops the client: nothing more is worth presenting.
       if (bytes > room) break;
       const collection = members[0].collection;
-      const data = key === '' ? idOnlyMessage(change, collection) : await this.present({ change, collection, row, first: members[0], context });
+      const data = key === '' ? idOnlyMessage(change, collection) : await this.present({ change, collection, row, visible, first: members[0], context });
       if (!data) continue;
       for (const sub of members) {
         bytes += data.length;
@@ -367,13 +379,25 @@ export class ChangeDelivery {
     return mergeFrames(frames);
   }
 
-  /** The record presented for `first`'s shape and serialised once, or undefined (reported) when it cannot be. */
-  private async present(options: { change: Change; collection: CollectionSchema; row: Record<string, unknown>; first: LocalSubscription; context: DatabaseContext }): Promise<Buffer | undefined> {
-    const { change, collection, first } = options;
+  /**
+   * The record presented for `first`'s shape and serialised once, or undefined (reported) when it
+   * cannot be. `visible`: the guarded fields that show to the group, as its check decided (the
+   * row is shared by every group: its values are read afresh for each).
+   */
+  private async present(options: {
+    change: Change;
+    collection: CollectionSchema;
+    row: Record<string, unknown>;
+    visible: readonly boolean[] | undefined;
+    first: LocalSubscription;
+    context: DatabaseContext;
+  }): Promise<Buffer | undefined> {
+    const { change, collection, first, visible } = options;
     try {
+      const values = readRow(collection, options.row);
       const [record] = await this.options.presenter.present({
         collection,
-        records: [readRow(collection, options.row)],
+        records: [visible === undefined ? values : withVisibleFields(collection, values, visible, first.caller)],
         caller: first.caller,
         shape: first.sub.shape,
         store: this.options.store.within(options.context),
@@ -435,13 +459,6 @@ function reachedBy(members: readonly LocalSubscription[], changes: readonly Chan
   if (members.some((s) => s.sub.recordId === undefined)) return () => members.length > 0;
   const records = new Set(members.map((s) => s.sub.recordId));
   return (index) => records.has(changes[index].recordId);
-}
-
-/** A subscription's fragments with their date macros read at `now`. */
-function resolveConditions(conditions: SubscriptionConditions, now: Date): Conditions {
-  const { fragments } = conditions;
-  if (fragments === 'denied' || !conditions.deferred) return fragments;
-  return fragments.map((f) => ({ sql: f.sql, bindings: resolveBindings(f.bindings, now) }));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Identity } from '../auth/identity.js';
 import { RecordbaseError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import { compileRule, fenceFilter } from '../records/access-rules.js';
+import { compileFieldViews, guardedViewFields } from '../records/field-visibility.js';
 import { isSuperuser, type Caller } from '../records/caller.js';
 import { compileCostedFilter, type FilterLimits } from '../query/compile-filter.js';
 import { hasDeferredValues } from '../query/deferred-value.js';
@@ -10,6 +11,7 @@ import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { Conditions } from './check-records.js';
 import { subscriptionError, type Subscription } from './parse-subscription.js';
 
 /**
@@ -46,6 +48,12 @@ export interface SubscriptionConditions {
   readonly cheap: boolean;
   /** The filter's cost (0 without one), counted against MAX_CLIENT_FILTER_COST. */
   readonly cost: number;
+  /**
+   * Per field of the collection a view rule guards (field-visibility.ts guardedViewFields), that
+   * rule for this caller, checked with the conditions in the same statement: a message leaves out
+   * what it refuses. Undefined when the caller reads every field (a superuser, or no field rule).
+   */
+  readonly fieldViews?: readonly Conditions[];
 }
 
 /** What a subscription is compiled for. */
@@ -85,15 +93,20 @@ export function compileSubscriptionConditions(options: SubscriptionConditionOpti
   const rule = compileRule({ registry, collection, action, caller, deferMacros: true });
   if (rule === 'denied') return { fragments: 'denied', deferred: false, rowLocal: true, cheap: true, cost };
   const fragments = fenceFilter(rule, filterFragments);
+  const fieldViews = compileFieldViews({ registry, collection, caller, deferMacros: true })?.map((view): Conditions => (view === 'denied' ? view : [view]));
   const ruleText = isSuperuser(caller) ? undefined : collection.rules[action] ?? undefined;
   const ruleNode = ruleText === undefined || ruleText.trim() === '' ? undefined : parseFilterCached(ruleText);
-  const rowLocal = (ruleNode === undefined || readsOnlyTheRow(ruleNode)) && (filterNode === undefined || readsOnlyTheRow(filterNode));
+  // A field rule that reads other tables is checked on the record as it is now, as such a collection rule is.
+  const fieldRules = fieldViews === undefined ? [] : guardedViewFields(collection).flatMap((field) => (field.rules?.view ? [parseFilterCached(field.rules.view)] : []));
+  const rowLocal = (ruleNode === undefined || readsOnlyTheRow(ruleNode)) && (filterNode === undefined || readsOnlyTheRow(filterNode)) && fieldRules.every(readsOnlyTheRow);
+  const all = [...fragments, ...(fieldViews ?? []).flatMap((view) => (view === 'denied' ? [] : view))];
   return {
     fragments,
-    deferred: fragments.some((f) => hasDeferredValues(f.bindings)),
+    deferred: all.some((f) => hasDeferredValues(f.bindings)),
     rowLocal,
     cheap: filterNode === undefined || (readsOnlyTheRow(filterNode) && !matchesPatterns(filterNode)),
     cost,
+    ...(fieldViews === undefined ? {} : { fieldViews }),
   };
 }
 

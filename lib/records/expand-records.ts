@@ -1,5 +1,5 @@
 import { BadRequestError } from '../errors.js';
-import { RECORD_ALIAS, type RecordStore, type RecordValues } from '../db/record-store.js';
+import { RECORD_ALIAS, type ExtraColumns, type RecordStore, type RecordValues } from '../db/record-store.js';
 import { bindValue, quoteIdent, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { ExpandTree } from '../query/parse-expand.js';
 import { resolveRelation, type ResolvedRelation } from '../query/resolve-relation.js';
@@ -7,6 +7,7 @@ import { withRequestContext } from '../query/request-info.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileRule } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
+import { fieldViewColumns } from './field-visibility.js';
 import { listRelationIds as idsOf } from './relation-ids.js';
 import { serializeRecord } from './serialize-record.js';
 
@@ -233,9 +234,9 @@ const READ_CHUNK = 1000;
  */
 async function readRelated(
   run: ExpandRun,
-  options: { relation: ResolvedRelation; target: CollectionSchema; items: readonly ExpandNode[]; where: readonly SqlFragment[] },
+  options: { relation: ResolvedRelation; target: CollectionSchema; items: readonly ExpandNode[]; where: readonly SqlFragment[]; extra: ExtraColumns | undefined },
 ): Promise<RecordValues[]> {
-  const { relation, target, items, where } = options;
+  const { relation, target, items, where, extra } = options;
   const cap = run.budget.recordsLeft + 1;
   const rows: RecordValues[] = [];
   if (relation.kind === 'field') {
@@ -243,7 +244,7 @@ async function readRelated(
     for (const item of items) for (const id of idsOf(item.values[relation.field.name])) distinct.add(id);
     const ids = [...distinct];
     for (let start = 0; start < ids.length && rows.length < cap; start += READ_CHUNK) {
-      const chunk = await run.store.selectByIds({ collection: target, ids: ids.slice(start, start + READ_CHUNK), where, limit: cap - rows.length });
+      const chunk = await run.store.selectByIds({ collection: target, ids: ids.slice(start, start + READ_CHUNK), where, limit: cap - rows.length, extra });
       rows.push(...chunk);
     }
   } else {
@@ -252,7 +253,7 @@ async function readRelated(
       const limit = Math.min(READ_CHUNK, cap - rows.length);
       // Keyset paging in the query's own order (created, id): stable while rows are added.
       const after = last ? [sql`(${rawSql(`${quoteIdent(RECORD_ALIAS)}."created"`)}, ${rawSql(`${quoteIdent(RECORD_ALIAS)}."id"`)}) > (${bindValue(last.created, 'timestamptz')}, ${bindValue(last.id, 'text')})`] : [];
-      const chunk = await run.store.selectByRelation({ collection: target, field: relation.field, ids: parentIds, where: [...where, ...after], limit });
+      const chunk = await run.store.selectByRelation({ collection: target, field: relation.field, ids: parentIds, where: [...where, ...after], limit, extra });
       rows.push(...chunk);
       if (chunk.length < limit) break;
       last = chunk[chunk.length - 1];
@@ -270,9 +271,13 @@ async function expandLevel(run: ExpandRun, collection: CollectionSchema, items: 
     const target = relation.kind === 'field' ? relation.target : relation.collection;
     // A target whose view rule refuses this caller (`null`) is left out of the expansion; the rule
     // reads `@request.context` as "expand", as PocketBase's does.
-    const where = compileRule({ registry: run.registry, collection: target, action: 'view', caller: { request: withRequestContext(run.caller.request, 'expand') } });
+    const caller = { request: withRequestContext(run.caller.request, 'expand') };
+    const where = compileRule({ registry: run.registry, collection: target, action: 'view', caller });
     if (where === 'denied') continue;
-    const rows = await readRelated(run, { relation, target, items, where });
+    // The target's field view rules, in the same statement: a related record comes without what
+    // the caller may not read, and a back-relation through a field it may not read finds nothing.
+    const extra = fieldViewColumns({ registry: run.registry, collection: target, caller });
+    const rows = await readRelated(run, { relation, target, items, where, extra });
     if (rows.length === 0) continue;
     const related: ExpandNode[] = rows.map((values) => ({ values, out: serializeRecord(target, values, { showHidden }), copies: 0 }));
     const byId = relation.kind === 'field' ? indexById(related) : undefined;

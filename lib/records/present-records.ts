@@ -6,6 +6,7 @@ import { parseFields, type FieldSelection } from '../query/parse-fields.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { isSuperuser, type Caller } from './caller.js';
 import { ExpandBudget, expandRecords, type ExpandLimits, type ExpandScope } from './expand-records.js';
+import { readableRecords, readsEveryField } from './field-visibility.js';
 import { serializeRecord } from './serialize-record.js';
 
 /** What a response asks of its records: which fields, which relations expanded (parsed by parseResponseShape). */
@@ -39,7 +40,8 @@ export function parseResponseShape(params: { fields?: string; expand?: string })
 }
 
 /**
- * Turns stored records into response objects: hidden fields dropped (but for superusers),
+ * Turns stored records into response objects: hidden fields dropped (but for superusers), and
+ * each field whose view rule refuses the caller on that record (lib/records/field-visibility.ts),
  * relations expanded (`expand`), then the `fields` selection applied. Shared by list, view,
  * create and update so every response has one shape.
  */
@@ -62,7 +64,8 @@ export class RecordPresenter {
   async present(options: PresentOptions): Promise<Record<string, unknown>[]> {
     const { selection, tree } = options.shape;
     const showHidden = isSuperuser(options.caller);
-    const items = options.records.map((values) => ({ values, out: serializeRecord(options.collection, values, { showHidden }) }));
+    const records = readsEveryField(options.collection, options.caller) ? options.records : await this.readable(options);
+    const items = records.map((values) => ({ values, out: serializeRecord(options.collection, values, { showHidden }) }));
     // Nothing to expand (most responses): no expansion call and no await.
     if (tree.size === 0) return items.map((item) => applyFields(item.out, selection));
     try {
@@ -80,5 +83,14 @@ export class RecordPresenter {
       throw translateDatabaseError(err);
     }
     return items.map((item) => applyFields(item.out, selection));
+  }
+
+  /** The records without what the caller may not read of each (at most one statement, for records no select of this caller checked). */
+  private async readable(options: PresentOptions): Promise<readonly RecordValues[]> {
+    try {
+      return await readableRecords({ registry: this.registry, store: options.store, collection: options.collection, caller: options.caller, records: options.records });
+    } catch (err) {
+      throw translateDatabaseError(err);
+    }
   }
 }

@@ -2,20 +2,30 @@ import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { RecordValues } from '../db/record-store.js';
 import { compileObjectShape, type ShapeEntry } from '../schema/object-shape.js';
 import { memoizePerObject } from '../memoize-per-object.js';
+import { guardedViewFields } from './field-visibility.js';
 
 type Serializer = (values: RecordValues) => Record<string, unknown>;
 
-/** Per collection: the serializer for everyone else, and the one for superusers (hidden fields shown). */
-const serializersOf = memoizePerObject((collection: CollectionSchema) => ({ visible: compileSerializer(collection, false), all: compileSerializer(collection, true) }));
+/**
+ * Per collection: the serializer for everyone else, and the one for superusers (hidden fields
+ * shown); with field view rules, the fields they guard, and one serializer more per set of them
+ * a record lacks (made on first use).
+ */
+const serializersOf = memoizePerObject((collection: CollectionSchema) => ({
+  visible: compileSerializer(collection, false),
+  all: compileSerializer(collection, true),
+  guarded: guardedViewFields(collection),
+  without: new Map<string, Serializer>(),
+}));
 
-function compileSerializer(collection: CollectionSchema, showHidden: boolean): Serializer {
+function compileSerializer(collection: CollectionSchema, showHidden: boolean, without: ReadonlySet<string> = new Set()): Serializer {
   const entries: ShapeEntry[] = [
     { key: 'collectionId', value: collection.id },
     { key: 'collectionName', value: collection.name },
     { key: 'id', from: 'id' },
   ];
   for (const field of collection.fields) {
-    if (field.system || (field.hidden && !showHidden)) continue;
+    if (field.system || (field.hidden && !showHidden) || without.has(field.name)) continue;
     entries.push({ key: field.name, from: field.name });
   }
   entries.push({ key: 'created', from: 'created' }, { key: 'updated', from: 'updated' });
@@ -24,10 +34,25 @@ function compileSerializer(collection: CollectionSchema, showHidden: boolean): S
 
 /**
  * The response shape of one record, as PocketBase's API gives it: collectionId, collectionName, id,
- * the declared fields in declaration order, created, updated. Hidden fields only for superusers.
- * Compiled once per collection into one object literal (lib/schema/object-shape.ts).
+ * the declared fields in declaration order, created, updated. Hidden fields only for superusers;
+ * a field whose key the values lack (a field view rule refused it: lib/records/field-visibility.ts)
+ * is absent, not undefined. Compiled once per collection (and set of absent fields) into one
+ * object literal (lib/schema/object-shape.ts).
  */
 export function serializeRecord(collection: CollectionSchema, values: RecordValues, options: { showHidden: boolean }): Record<string, unknown> {
   const serializers = serializersOf(collection);
+  const { guarded } = serializers;
+  if (guarded.length > 0) {
+    let key = '';
+    for (let i = 0; i < guarded.length; i++) if (!Object.hasOwn(values, guarded[i]!.name)) key += `${i},`;
+    if (key !== '') {
+      let serializer = serializers.without.get(`${options.showHidden}|${key}`);
+      if (serializer === undefined) {
+        const absent = new Set(guarded.filter((field) => !Object.hasOwn(values, field.name)).map((field) => field.name));
+        serializers.without.set(`${options.showHidden}|${key}`, (serializer = compileSerializer(collection, options.showHidden, absent)));
+      }
+      return serializer(values);
+    }
+  }
   return (options.showHidden ? serializers.all : serializers.visible)(values);
 }

@@ -1,0 +1,132 @@
+import { RECORD_ALIAS, type ExtraColumns, type RecordStore, type RecordValues } from '../db/record-store.js';
+import { memoizePerObject } from '../memoize-per-object.js';
+import { compileFilter } from '../query/compile-filter.js';
+import { parseFilterCached } from '../query/filter-parser.js';
+import { LruCachePerOwner } from '../query/lru-cache.js';
+import { joinSql, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { isStaticFilter } from './access-rules.js';
+import { isSuperuser, type Caller } from './caller.js';
+
+/*
+ * Field view rules in answers (DESIGN 24): the one place that decides which guarded fields of a
+ * record a caller may read. A field whose rule fails on a record is taken out of that record's
+ * values (its key is gone), so everything after it (serializeRecord, expand, `fields`) meets a
+ * record without the field, as it would a hidden one: a relation it held is not expanded, a
+ * back-relation through it does not find the record. The rules are evaluated in the statement
+ * that reads the records (fieldViewColumns), else once per presented set (readableRecords), or
+ * by realtime in the statement that checks a change (compileFieldViews, withVisibleFields).
+ */
+
+/** The fields of a collection whose view a rule guards (`field.rules.view` null or an expression), in declaration order. */
+export const guardedViewFields = memoizePerObject((collection: CollectionSchema): readonly FieldSchema[] => collection.fields.filter((field) => field.rules?.view !== undefined));
+
+/** Whether `caller` reads every field of `collection`'s records: a superuser, or a collection without field view rules. Cheap: asked for every answer. */
+export function readsEveryField(collection: CollectionSchema, caller: Caller): boolean {
+  return guardedViewFields(collection).length === 0 || isSuperuser(caller);
+}
+
+/** A guarded field's view rule for one caller: `'denied'` (a `null` rule) or its condition on the record RECORD_ALIAS. */
+export type FieldView = 'denied' | SqlFragment;
+
+/** What field view rules are compiled for. */
+export interface FieldViewOptions {
+  registry: SchemaRegistry;
+  collection: CollectionSchema;
+  /** Whose request the rules read (the collection rules' own: an expansion's context is "expand"). */
+  caller: Caller;
+  /** Macros bound as DeferredValues, for rules compiled once and checked at each change (realtime). */
+  deferMacros?: boolean;
+}
+
+/** Compiled view rules that read nothing of the request, per collection and rule text (the cache only saves work). */
+const staticViews = new LruCachePerOwner<string, SqlFragment>(100);
+
+/**
+ * Per field of guardedViewFields (same order), its view rule for the caller, compiled in rule
+ * mode (a rule reads every field); undefined when the caller reads every field.
+ */
+export function compileFieldViews(options: FieldViewOptions): readonly FieldView[] | undefined {
+  const { registry, collection, caller } = options;
+  if (readsEveryField(collection, caller)) return undefined;
+  return guardedViewFields(collection).map((field): FieldView => {
+    const rule = field.rules!.view!;
+    if (rule === null) return 'denied';
+    const cached = staticViews.get(collection, rule);
+    if (cached) return cached;
+    const compiled = compileFilter(rule, { registry, collection, alias: RECORD_ALIAS, request: caller.request, mode: 'rule', deferMacros: options.deferMacros });
+    if (isStaticFilter(parseFilterCached(rule), collection)) staticViews.set(collection, rule, compiled);
+    return compiled;
+  });
+}
+
+/** Column aliases no field can have (a field name starts with a letter or `_`): `"$view_0"`, … */
+const aliasOf = (index: number) => `$view_${index}`;
+
+/** `(rule) IS TRUE AS "$view_0", …`: one boolean per guarded field, NULL counting as refused. */
+function viewColumns(views: readonly FieldView[]): SqlFragment {
+  return joinSql(
+    views.map((view, i) => (view === 'denied' ? rawSql(`FALSE AS "${aliasOf(i)}"`) : sql`(${view}) IS TRUE AS ${`"${aliasOf(i)}"`}`)),
+    ', ',
+  );
+}
+
+/** Which values were made readable for which caller: what an answer of that caller need not check again. */
+const checkedFor = new WeakMap<RecordValues, Caller>();
+
+/**
+ * `values` without the guarded fields `row` (a row with viewColumns) refuses; a record not found
+ * (`row` undefined) keeps none of them. A copy when anything goes: values may be shared (the
+ * record a hook receives).
+ */
+function withoutRefused(values: RecordValues, fields: readonly FieldSchema[], row: Record<string, unknown> | undefined, caller: Caller): RecordValues {
+  let out: RecordValues | undefined;
+  for (let i = 0; i < fields.length; i++) {
+    if (row?.[aliasOf(i)] === true) continue;
+    out ??= { ...values };
+    delete out[fields[i]!.name];
+  }
+  const kept = out ?? values;
+  checkedFor.set(kept, caller);
+  return kept;
+}
+
+/**
+ * The columns a read select adds so that field view rules join its plan (lib/db/record-store.ts
+ * ExtraColumns): each record comes back without what the caller may not read. Undefined when
+ * the caller reads every field: the select keeps its fixed text.
+ */
+export function fieldViewColumns(options: FieldViewOptions): ExtraColumns | undefined {
+  const views = compileFieldViews(options);
+  if (views === undefined) return undefined;
+  const fields = guardedViewFields(options.collection);
+  const { caller } = options;
+  return { columns: viewColumns(views), read: (values, row) => withoutRefused(values, fields, row, caller) };
+}
+
+/**
+ * `records` as `caller` may read them, for an answer. Records a select of this caller already
+ * read through fieldViewColumns stay as they are; the others (a write's answer) are checked in
+ * one statement on `store`, by id.
+ */
+export async function readableRecords(options: { registry: SchemaRegistry; store: RecordStore; collection: CollectionSchema; caller: Caller; records: readonly RecordValues[] }): Promise<readonly RecordValues[]> {
+  const { collection, caller, records } = options;
+  if (readsEveryField(collection, caller) || records.every((values) => checkedFor.get(values) === caller)) return records;
+  const views = compileFieldViews(options)!;
+  const ids = records.flatMap((values) => (checkedFor.get(values) === caller ? [] : [String(values.id)]));
+  const rows = await options.store.selectColumnsByIds(collection, ids, viewColumns(views));
+  const byId = new Map(rows.map((row) => [String(row.id), row]));
+  const fields = guardedViewFields(collection);
+  return records.map((values) => (checkedFor.get(values) === caller ? values : withoutRefused(values, fields, byId.get(String(values.id)), caller)));
+}
+
+/**
+ * `values` with the guarded fields taken out where `visible` (per field of guardedViewFields, as
+ * compileFieldViews's rules decided it in a statement of the caller's own) says false: how
+ * realtime applies what its check statement decided.
+ */
+export function withVisibleFields(collection: CollectionSchema, values: RecordValues, visible: readonly boolean[], caller: Caller): RecordValues {
+  const row: Record<string, unknown> = {};
+  visible.forEach((shows, i) => (row[aliasOf(i)] = shows));
+  return withoutRefused(values, guardedViewFields(collection), row, caller);
+}
