@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   invalid_path: { status: 400, message: 'The request path is not valid.' },
   expand_too_many_records: { status: 400, message: 'The expansion would add too many related records to the response.' },
   expand_too_large: { status: 400, message: 'The expansion would add too many bytes to the response.' },
+  aggregate_too_many_groups: { status: 400, message: 'The aggregate has more groups than limits.maxAggregateGroups allows.' },
   filter_required: { status: 400, message: 'A bulk delete needs a non-empty "filter" parameter.' },
   relation_required: { status: 400, message: 'The record cannot be deleted: other records require it.' },
   view_collection_read_only: { status: 400, message: 'View collections are read-only.' },

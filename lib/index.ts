@@ -32,6 +32,8 @@ export type {
   ApiOptions,
   ListOptions,
   FullListOptions,
+  AggregateOptions,
+  AggregateItem,
   WriteBody,
 } from './records/records-api.js';
 export { fileFromPath, type FileInput, type PathFile } from './files/file-inputs.js';

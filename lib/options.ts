@@ -39,6 +39,11 @@ export interface Limits {
    * `expand_too_large` above). Default 16 MiB.
    */
   maxExpandBytes: number;
+  /**
+   * Most groups one aggregate may have (`GET …/aggregate`, docs/search.md), counted before paging:
+   * more is a 400 `aggregate_too_many_groups`, never a truncated answer. Default 1,000.
+   */
+  maxAggregateGroups: number;
   /** Thumbnails that may wait for their render to start; one more is a 503 `thumbnail_queue_full`. Default 100. */
   maxThumbnailQueue: number;
   /**
@@ -398,6 +403,7 @@ export const OPTION_TABLE: OptionTable = {
         maxPerPage: { default: 1000, check: checkPositiveInteger },
         maxExpandRecords: { default: 10_000, check: checkPositiveInteger },
         maxExpandBytes: { default: 16 * MIB, check: checkPositiveInteger },
+        maxAggregateGroups: { default: 1000, check: checkPositiveInteger },
         maxThumbnailQueue: { default: 100, check: checkPositiveInteger },
         maxThumbnailPixels: { default: 24_000_000, check: checkPositiveInteger },
         maxThumbnailsPerFile: { default: 10, check: checkPositiveInteger },

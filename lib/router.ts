@@ -30,6 +30,7 @@ import { createRealtimeRoutes } from './http/realtime-routes.js';
 import { rateLimitsAdditions, startRateLimits, type RateLimits } from './http/rate-limits/start-rate-limits.js';
 import { createRequestLog } from './http/request-log.js';
 import { createRecordsRoutes } from './http/records-routes.js';
+import { createAggregateRoutes } from './http/aggregate-routes.js';
 import { createCallerResolver } from './http/resolve-caller.js';
 import { createDownloadCallerResolver } from './http/resolve-download-caller.js';
 import { RouteTable, type Route } from './http/route-table.js';
@@ -265,6 +266,7 @@ function buildRoutes(runtime: Runtime, resolved: ResolvedOptions): Route[] {
   const routes: Route[] = [];
   if (resolved.openapi) routes.push(createOpenApiRoute({ registry: runtime.compiled.registry, document: { limits, multipartUpdate: resolved.multipartUpdate } }));
   routes.push(...createRecordsRoutes({ records, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize, maxPerPage: limits.maxPerPage }));
+  routes.push(...createAggregateRoutes({ records, resolveCaller, maxPerPage: limits.maxPerPage, maxAggregateGroups: limits.maxAggregateGroups }));
   routes.push(...createFilesRoutes({ records, storage: resolved.storage, thumbnails: runtime.thumbnails, fileTokens: runtime.fileTokens, resolveCaller, resolveDownloadCaller, logger }));
   routes.push(...createBatchRoutes({ records, resolveCaller, readMultipart: readBatchMultipart, logger, settings: resolved.batch, checkRequests: guard?.checkBatch }));
   if (runtime.hub) routes.push(...createRealtimeRoutes({ hub: runtime.hub, resolveCaller, readMultipart, maxBodySize: limits.maxBodySize }));

@@ -231,6 +231,15 @@ export class RecordStore {
     return this.rows(options.collection, { sql, bindings }, options.extra);
   }
 
+  /**
+   * The rows of one read statement assembled elsewhere from compiled fragments (an aggregate:
+   * lib/records/aggregate-records.ts), as the driver gives them, under this store's bounds.
+   */
+  async selectRows(statement: { sql: string; bindings: unknown[] }): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.run(statement);
+    return rows;
+  }
+
   /** How many records match every `where` fragment. */
   async count(options: { collection: CollectionSchema; where: readonly SqlFragment[] }): Promise<number> {
     const bindings: unknown[] = [];

@@ -13,7 +13,7 @@ export interface MigrationServices {
   readonly compiled: CompiledCollections;
   readonly storage: Storage;
   readonly logger: Logger;
-  readonly limits: { readonly maxPerPage: number; readonly maxFileSize: number; readonly maxExpandRecords: number; readonly maxExpandBytes: number };
+  readonly limits: { readonly maxPerPage: number; readonly maxFileSize: number; readonly maxExpandRecords: number; readonly maxExpandBytes: number; readonly maxAggregateGroups: number };
   /** Where streamed file inputs are spooled. */
   readonly tempDir: string;
 }
@@ -63,5 +63,6 @@ function asSuperuserByDefault(api: CollectionApi): CollectionApi {
     create: (body, options) => api.create(body, withDefault(options)),
     update: (id, body, options) => api.update(id, body, withDefault(options)),
     delete: (id, options) => api.delete(id, withDefault(options)),
+    aggregate: (options) => api.aggregate(withDefault(options)),
   };
 }

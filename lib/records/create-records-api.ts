@@ -18,6 +18,8 @@ import type { WriteUnit } from './write-unit.js';
 export interface RecordsApiDeps {
   service: RecordService;
   maxPerPage: number;
+  /** `limits.maxAggregateGroups`. */
+  maxAggregateGroups: number;
   maxFileSize: number;
   /** Where streamed file inputs are spooled. */
   tempDir: string;
@@ -112,6 +114,12 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
         const d = await resolve();
         await scoped(d, callerFor(options, 'DELETE')).delete(d.collection, id);
         return true as const;
+      },
+      async aggregate(options = {}) {
+        const d = await resolve();
+        const paging = readPaging({ page: options.page, perPage: options.perPage }, d);
+        const { groupBy, fields, filter, sort } = options;
+        return scoped(d, callerFor(options, 'GET')).aggregate(d.collection, { ...paging, groupBy, fields, filter, sort, maxGroups: d.maxAggregateGroups });
       },
     };
   };

@@ -1,3 +1,4 @@
+// Over 500 lines: one service whose operations (list, aggregate, view and the writes) share the scoped caller, its rules and its read routing.
 import { BadRequestError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import type { RecordStore, RecordValues } from '../db/record-store.js';
 import type { ReplicaReads } from '../db/replica/replica-reads.js';
@@ -11,6 +12,8 @@ import type { CollectionSchema, SchemaRegistry } from '../schema/collection-sche
 import { isReadableId } from '../schema/record-id.js';
 import { createClearedFieldsWarning, type ClearedFieldsWarning } from './cleared-fields-warning.js';
 import { compileRecordOrder } from './record-order.js';
+import { aggregateRecords, type AggregateQuery, type AggregateResult } from './aggregate-records.js';
+import { compileAggregate } from '../query/compile-aggregate.js';
 import { fieldViewColumns } from './field-visibility.js';
 import { compileRule, compileUserFilter, fenceFilter, negateConditions, type RuleAction } from './access-rules.js';
 import type { CompiledCollections } from './compile-collections.js';
@@ -206,6 +209,17 @@ export class ScopedRecordService {
         const totalItems = await store.count({ collection, where });
         return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };
       });
+    });
+  }
+
+  /** Groups and aggregates of what a list would show this caller (aggregate-records.ts): the list's rule, fenced filter and read routing. */
+  async aggregate(collection: CollectionSchema, query: AggregateQuery): Promise<AggregateResult> {
+    const { caller } = this;
+    return guard(async () => {
+      const listRule = this.rule(collection, 'list');
+      const plan = compileAggregate(collection, query, { superuser: isSuperuser(caller) });
+      const where = fenceFilter(listRule, compileUserFilter({ registry: this.parts.compiled.registry, collection, filter: query.filter, caller }));
+      return this.parts.routing.read(this.readerKeys(), this.context, (store) => aggregateRecords(store, { ...query, collection, plan, where }));
     });
   }
 

@@ -52,6 +52,26 @@ export interface ListOptions extends ApiOptions {
   skipTotal?: boolean;
 }
 
+/** Options of aggregate (docs/search.md, "Aggregates"): the HTTP endpoint's parameters. */
+export interface AggregateOptions {
+  /** Who the call acts as. Default: a guest. */
+  as?: ActAs;
+  /** What rules read as `@request.query.*`. */
+  query?: Record<string, string>;
+  /** Comma-separated fields to group by (`'status,author'`); none: one group of every record. */
+  groupBy?: string;
+  /** Comma-separated aggregates: `count()`, `sum(f)`, `avg(f)`, `min(f)`, `max(f)`. Default `count()`. */
+  fields?: string;
+  filter?: string;
+  /** Comma-separated group fields and aggregate names (`'-count'`); default: the group fields ascending. */
+  sort?: string;
+  page?: number;
+  perPage?: number;
+}
+
+/** One group of an aggregate: its group fields' values and each aggregate (`count`, `sum_amount`, …). */
+export type AggregateItem = Record<string, unknown>;
+
 /** Options of getFullList. */
 export interface FullListOptions extends Omit<ListOptions, 'skipTotal'> {
   /** Records per query while paging through (capped at `limits.maxPerPage`). Default 1000. */
@@ -77,6 +97,8 @@ export interface CollectionApi {
   update(id: string, body: WriteBody, options?: ApiOptions): Promise<RecordModel>;
   /** Deletes the record (and what cascades from it); resolves `true`, as the SDK does. */
   delete(id: string, options?: Pick<ApiOptions, 'as' | 'query'>): Promise<true>;
+  /** Groups and aggregates of the records the caller may list, as `GET …/aggregate` answers them (`totalItems`: the number of groups). */
+  aggregate(options?: AggregateOptions): Promise<RecordListPage<AggregateItem>>;
 }
 
 /** The server API (`records.api`): the host's own code, through the same rules, validation, files and hooks as HTTP. */

@@ -17,7 +17,7 @@ export interface RecordsRuntimeOptions {
   /** The hooks to run (a migration runs none: they belong to the app serving). */
   readonly hooks: RecordHooks;
   readonly logger: Logger;
-  readonly limits: { readonly maxPerPage: number; readonly maxFileSize: number; readonly maxExpandRecords: number; readonly maxExpandBytes: number };
+  readonly limits: { readonly maxPerPage: number; readonly maxFileSize: number; readonly maxExpandRecords: number; readonly maxExpandBytes: number; readonly maxAggregateGroups: number };
   readonly multipartUpdate: 'replace' | 'merge';
   /** Where streamed file inputs are spooled. */
   readonly tempDir: string;
@@ -51,5 +51,5 @@ export function createRecordsRuntime(options: RecordsRuntimeOptions): RecordsRun
     apiFor: options.apiFor,
     replica: options.replica,
   });
-  return { service, apiDeps: { service, maxPerPage: limits.maxPerPage, maxFileSize: limits.maxFileSize, tempDir: options.tempDir, bounds: options.bounds } };
+  return { service, apiDeps: { service, maxPerPage: limits.maxPerPage, maxAggregateGroups: limits.maxAggregateGroups, maxFileSize: limits.maxFileSize, tempDir: options.tempDir, bounds: options.bounds } };
 }

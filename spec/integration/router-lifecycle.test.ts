@@ -184,6 +184,7 @@ describe('router lifecycle', () => {
       maxPerPage: 1000,
       maxExpandRecords: 10_000,
       maxExpandBytes: 16 * 1024 * 1024,
+      maxAggregateGroups: 1000,
       maxThumbnailQueue: 100,
       maxThumbnailPixels: 24_000_000,
       maxThumbnailsPerFile: 10,
@@ -196,7 +197,7 @@ describe('router lifecycle', () => {
     expect(resolveOptions({ collections: [], limits: { maxBodySize: 7 } }, { SERVICE_MAX_BODY_SIZE: '200' }).limits.maxBodySize).toBe(7);
     expect(() => resolveOptions({ collections: [] }, { SERVICE_MAX_FILE_SIZE: '5MB' })).toThrow(/SERVICE_MAX_FILE_SIZE/);
     expect(() => resolveOptions({ collections: [], limits: { maxPerPage: 0 } }, {})).toThrow(/maxPerPage/);
-    for (const name of ['maxExpandRecords', 'maxExpandBytes', 'maxThumbnailQueue', 'maxThumbnailPixels', 'maxThumbnailsPerFile'] as const) {
+    for (const name of ['maxExpandRecords', 'maxExpandBytes', 'maxAggregateGroups', 'maxThumbnailQueue', 'maxThumbnailPixels', 'maxThumbnailsPerFile'] as const) {
       expect(() => resolveOptions({ collections: [], limits: { [name]: 0 } }, {})).toThrow(`limits.${name} must be a positive integer`);
       expect(() => resolveOptions({ collections: [], limits: { [name]: 1.5 } }, {})).toThrow(`limits.${name} must be a positive integer`);
       expect(resolveOptions({ collections: [], limits: { [name]: 3 } }, {}).limits[name]).toBe(3);

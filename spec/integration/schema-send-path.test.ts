@@ -95,7 +95,7 @@ describe.each(testEngines())("the schema sync's and the migrations' statements o
       compiled: compiledAfter,
       storage: diskStorage({ root: path.join(dataDir, 'storage'), fsync: false }),
       logger: createMemoryLogger(),
-      limits: { maxPerPage: 500, maxFileSize: 5 << 20, maxExpandRecords: 1000, maxExpandBytes: 1 << 20 },
+      limits: { maxPerPage: 500, maxFileSize: 5 << 20, maxExpandRecords: 1000, maxExpandBytes: 1 << 20, maxAggregateGroups: 1000 },
       tempDir: dataDir,
     };
     const migrations = await loadMigrations([reshape]);
