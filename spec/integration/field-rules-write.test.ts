@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { listFilesUnder } from '../support/file-fixtures.js';
 import { ALICE, BOB, ROOT } from '../support/query-fixtures.js';
+import { recordSentStatements } from '../support/sent-statements.js';
 import { startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 
@@ -44,11 +45,15 @@ function collections(): CollectionDefinition[] {
   ];
 }
 
+/** The statements requests send (spec/support/sent-statements.ts). */
+const sent = recordSentStatements();
+
 describe.each(testEngines())('field write rules on %s', (engine) => {
   let app: TestApp;
 
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections: collections() });
+    // Realtime off: its background statements would be counted with the requests'.
+    app = await startTestApp(engine, { collections: collections(), realtime: false });
   });
 
   afterAll(async () => {
@@ -224,6 +229,29 @@ describe.each(testEngines())('field write rules on %s', (engine) => {
     expect(await snapshot()).toEqual(before);
     expect(await members.update(id, { role: 'mod' }, { as: TEST_IDENTITIES['token-alice']! })).toMatchObject({ role: 'mod' });
     expect(await members.update(id, { level: 5 }, { as: 'superuser' })).toMatchObject({ level: 5 });
+  });
+
+  test('cost: the field rules ride in the statements the write runs anyway', async () => {
+    const { id } = await seed();
+    const count = async (send: () => PromiseLike<{ status: number }>) => {
+      sent.length = 0;
+      expect((await send()).status).toBe(200);
+      return sent.length;
+    };
+    // Each pair: a write without a guarded field, then one that sends guarded fields the caller may set.
+    const member = `${records()}/${id}`;
+    // An update: the versioned read and the update, whose conditions carry the fields' rules.
+    const plainUpdate = await count(() => app.http.patch(member).set(ALICE).send({ title: 'plain' }));
+    expect(await count(() => app.http.patch(member).set(ALICE).send({ role: 'mod', 'badges+': 'b' }))).toBe(plainUpdate);
+    // A create in a collection with a create rule: its check statement evaluates the fields' rules too.
+    const plainCreate = await count(() => app.http.post(records()).set(ALICE).send({ title: 'plain' }));
+    expect(await count(() => app.http.post(records()).set(ALICE).send({ title: 'guarded', role: 'mod' }))).toBe(plainCreate);
+    // An update rule that reads the body is in the versioned update too; a field without a create rule costs nothing on create.
+    const ticketCreate = await count(() => app.http.post(records('tickets')).send({ status: 'open' }));
+    const ticket = `${records('tickets')}/${(await app.http.post(records('tickets')).send({ status: 'open' })).body.id}`;
+    const ticketUpdate = await count(() => app.http.patch(ticket).set(ALICE).send({ status: 'open', title: 'plain' }));
+    expect(await count(() => app.http.patch(ticket).set(ALICE).send({ status: 'open', role: 'mod' }))).toBe(ticketUpdate);
+    expect(await count(() => app.http.post(records('tickets')).set(BOB).send({ role: 'mod' }))).toBe(ticketCreate);
   });
 
   describe('errors never tell what a field the caller cannot read holds', () => {
