@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   invalid_character: { status: 400, message: 'Text values cannot contain NUL (U+0000) characters.' },
   invalid_filter: { status: 400, message: 'Invalid filter.' },
   invalid_sort: { status: 400, message: 'Invalid sort.' },
+  invalid_search: { status: 400, message: 'Invalid search.' },
   invalid_path: { status: 400, message: 'The request path is not valid.' },
   expand_too_many_records: { status: 400, message: 'The expansion would add too many related records to the response.' },
   expand_too_large: { status: 400, message: 'The expansion would add too many bytes to the response.' },

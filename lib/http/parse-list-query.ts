@@ -1,5 +1,7 @@
 import type { ListQuery } from '../records/record-operations.js';
 import { readPaging } from '../records/read-paging.js';
+import { parseFields } from '../query/parse-fields.js';
+import { readHighlightedFields, readSearchParam } from '../query/search.js';
 
 /** The first value of a query parameter, or undefined (repeated parameters keep the first). */
 export function readQueryParam(query: Record<string, unknown>, name: string): string | undefined {
@@ -14,5 +16,6 @@ export function readQueryParam(query: Record<string, unknown>, name: string): st
  */
 export function parseListQuery(query: Record<string, unknown>, options: { maxPerPage: number }): ListQuery {
   const paging = readPaging({ page: readQueryParam(query, 'page'), perPage: readQueryParam(query, 'perPage'), skipTotal: readQueryParam(query, 'skipTotal') }, options);
-  return { ...paging, filter: readQueryParam(query, 'filter'), sort: readQueryParam(query, 'sort') };
+  const highlight = readHighlightedFields(parseFields(readQueryParam(query, 'fields')));
+  return { ...paging, filter: readQueryParam(query, 'filter'), sort: readQueryParam(query, 'sort'), search: readSearchParam(readQueryParam(query, 'search')), highlight };
 }

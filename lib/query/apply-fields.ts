@@ -1,4 +1,5 @@
 import type { ExcerptOption, FieldSelection } from './parse-fields.js';
+import { presentHighlight } from './search.js';
 
 /**
  * Projects one record (or any JSON value) through a `fields` selection, returning a new value.
@@ -12,6 +13,7 @@ export function applyFields<T>(value: T, selection: FieldSelection | undefined):
 
 function project(value: unknown, node: FieldSelection): unknown {
   if (Array.isArray(value)) return value.map((item) => project(item, node));
+  if (typeof value === 'string' && node.highlight) return presentHighlight(value);
   if (typeof value === 'string' && node.excerpt) return excerpt(value, node.excerpt);
   if (value === null || typeof value !== 'object' || value instanceof Date) return value;
   const includes = [...node.children.values()].some((child) => child.included);

@@ -25,6 +25,8 @@ export interface SortContext {
   readonly request?: RequestInfo;
   /** The instant macros in target view rules are computed from; default: now. */
   readonly now?: Date;
+  /** The list's search relevance (lib/query/search.ts), which `@rank` orders by; without it `@rank` is a 400. */
+  readonly rank?: SqlFragment;
 }
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -66,6 +68,14 @@ export function compileSort(sort: string | undefined, context: SortContext): Com
     const descending = item.startsWith('-');
     const name = item.startsWith('-') || item.startsWith('+') ? item.slice(1).trim() : item;
     const direction = descending ? 'DESC' : 'ASC';
+    if (name === '@rank') {
+      if (!context.rank) throw createSortError('@rank needs a search parameter');
+      // `-@rank`, most relevant first, is what a search box wants; `@rank` is least relevant first.
+      parts.push(sql`${context.rank} ${direction}`);
+      lastDirection = direction;
+      lastIsId = false;
+      continue;
+    }
     if (name === '@random') {
       parts.push(rawSql('random()'));
       lastDirection = 'ASC';

@@ -17,6 +17,8 @@ export interface FieldSelection {
   /** Whether an include path (not only an exclusion) reaches this node. */
   included: boolean;
   excerpt?: ExcerptOption;
+  /** `:highlight` (docs/search.md): a list's search matches marked, the text HTML-escaped. Top-level fields only. */
+  highlight?: boolean;
   readonly children: Map<string, FieldSelection>;
   readonly excluded: Set<string>;
 }
@@ -80,7 +82,11 @@ export function parseFields(param: string | undefined | null): FieldSelection | 
     }
     leaf.leaf = true;
     leaf.included = true;
-    if (modifier !== undefined) leaf.excerpt = parseExcerpt(modifier, body);
+    if (modifier === 'highlight') {
+      // Only a list's own records are searched: a relation's field has nothing to mark.
+      if (segments.length > 1) throw createFieldsError(`":highlight" applies to the listed records' own fields, not ${JSON.stringify(body.slice(0, 60))}`);
+      leaf.highlight = true;
+    } else if (modifier !== undefined) leaf.excerpt = parseExcerpt(modifier, body);
   }
   return any ? root : undefined;
 }
@@ -104,14 +110,15 @@ function splitTopLevel(param: string): string[] {
   return out;
 }
 
+function createFieldsError(what: string): BadRequestError {
+  return new BadRequestError(`Invalid fields: ${what}.`, 'invalid_fields');
+}
+
 function parseExcerpt(modifier: string, entry: string): ExcerptOption {
   const m = EXCERPT.exec(modifier);
   const max = m ? Number(m[1]) : NaN;
   if (!m || !Number.isSafeInteger(max) || max < 1) {
-    throw new BadRequestError(
-      `Invalid fields: unsupported modifier in ${JSON.stringify(entry.slice(0, 60))} (expected ":excerpt(n)" or ":excerpt(n,true)").`,
-      'invalid_fields',
-    );
+    throw createFieldsError(`unsupported modifier in ${JSON.stringify(entry.slice(0, 60))} (expected ":excerpt(n)", ":excerpt(n,true)" or ":highlight")`);
   }
   return { max, ellipsis: m[2] === 'true' };
 }

@@ -109,6 +109,8 @@ export function parseSubscription(raw: string, registry: SchemaRegistry): Subscr
   const question = raw.indexOf('?');
   const topic = question < 0 ? raw : raw.slice(0, question);
   const { query, headers } = readOptions(raw, question < 0 ? '' : raw.slice(question + 1));
+  // A change is matched row by row as it happens; a search (a list's relevance) is not matched there in this version.
+  if (query.search !== undefined) refuse(raw, 'options.query.search is not supported on realtime subscriptions (docs/search.md)');
   let shape: ResponseShape;
   try {
     shape = parseResponseShape({ fields: query.fields, expand: query.expand });

@@ -13,6 +13,7 @@ import type { WriteInput } from './record-operations.js';
 import type { OperationContext, RecordService, ScopedRecordService } from './record-service.js';
 import type { ApiOptions, CollectionApi, ListOptions, RecordListPage, RecordModel, RecordsApi, WriteBody } from './records-api.js';
 import type { WriteUnit } from './write-unit.js';
+import { readHighlightedFields, readSearchParam } from '../query/search.js';
 
 /** What the API works through, available once the router is ready. */
 export interface RecordsApiDeps {
@@ -63,7 +64,7 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
       const paging = readPaging({ page, perPage, skipTotal: options.skipTotal }, d);
       const shape = parseResponseShape(options);
       const caller = callerFor(options, 'GET');
-      const query = { ...paging, filter: options.filter, sort: options.sort };
+      const query = { ...paging, filter: options.filter, sort: options.sort, search: readSearchParam(options.search), highlight: readHighlightedFields(shape.selection) };
       const result = await scoped(d, caller).list(d.collection, query);
       return { page: result.page, perPage: result.perPage, totalItems: result.totalItems, totalPages: result.totalPages, items: await present(d, result.items, { caller, shape }) };
     }

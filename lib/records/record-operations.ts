@@ -10,6 +10,10 @@ export interface ListQuery {
   skipTotal: boolean;
   filter?: string;
   sort?: string;
+  /** Words to match with the collection's search index (docs/search.md); read by readSearchParam. */
+  search?: string;
+  /** Top-level fields asked `:highlight` of (`fields`), marked for the page's records. */
+  highlight?: readonly string[];
 }
 
 /** One page of records, as stored (the HTTP layer shapes the response). */

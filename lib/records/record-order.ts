@@ -17,7 +17,8 @@ const plainSorts = new LruCachePerOwner<string, SqlFragment>(100);
  * own (a non-superuser's sort reads it through that rule, for this request).
  */
 function isPlainSort(sort: string, collection: CollectionSchema): boolean {
-  if (sort.includes('.')) return false;
+  // `@rank` binds the request's search text.
+  if (sort.includes('.') || sort.includes('@rank')) return false;
   return sort.split(',').every((item) => collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view === undefined);
 }
 
@@ -25,14 +26,14 @@ function isPlainSort(sort: string, collection: CollectionSchema): boolean {
  * The ORDER BY of a list: the client's `sort` (default `created`), `id` as the last tie-breaker.
  * A plain sort (isPlainSort) is compiled once per collection and mode.
  */
-export function compileRecordOrder(options: { registry: SchemaRegistry; collection: CollectionSchema; sort: string | undefined; caller: Caller }): SqlFragment {
+export function compileRecordOrder(options: { registry: SchemaRegistry; collection: CollectionSchema; sort: string | undefined; caller: Caller; rank?: SqlFragment }): SqlFragment {
   const mode = isSuperuser(options.caller) ? 'superuser' : 'user';
   const sort = options.sort ?? '';
   const plain = isPlainSort(sort, options.collection);
   const key = `${mode}\n${sort}`;
   const hit = plain ? plainSorts.get(options.collection, key) : undefined;
   if (hit) return hit;
-  const compiled = compileSort(options.sort, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, mode, request: options.caller.request });
+  const compiled = compileSort(options.sort, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, mode, request: options.caller.request, rank: options.rank });
   if (plain) plainSorts.set(options.collection, key, compiled);
   return compiled;
 }

@@ -33,6 +33,9 @@ import { refuseViewWrite, requireRecordId } from './write-guards.js';
 import { planWrite, type WritePlan } from './write-plan.js';
 import { runAutocommit, runWriteUnit, type WriteUnit } from './write-unit.js';
 import type { ListQuery, ListResult, WriteInput } from './record-operations.js';
+import { RECORD_ALIAS } from '../db/record-store.js';
+import { compileSearch } from '../query/search.js';
+import { highlightRecords } from './search-highlights.js';
 
 export type { FileOwner } from './find-file-owner.js';
 
@@ -195,16 +198,20 @@ export class ScopedRecordService {
     return options.shape.tree.size === 0 ? present(this.parts.storeOf(this.context)) : this.parts.routing.read(this.readerKeys(), this.context, present);
   }
 
-  /** A page of records that pass the list rule and the filter. */
+  /** A page of records that pass the list rule, the filter and the search (docs/search.md). */
   async list(collection: CollectionSchema, query: ListQuery): Promise<ListResult> {
     return guard(async () => {
       const { registry } = this.parts.compiled;
       const { caller } = this;
-      const where = fenceFilter(this.rule(collection, 'list'), compileUserFilter({ registry, collection, filter: query.filter, caller }));
-      const orderBy = compileRecordOrder({ registry, collection, sort: query.sort, caller });
+      const search = query.search === undefined ? undefined : compileSearch(collection, query.search, RECORD_ALIAS);
+      // The search is fenced behind the rule as the filter is: matched (and ranked) only on rows the rule lets through.
+      const conditions = compileUserFilter({ registry, collection, filter: query.filter, caller });
+      const where = fenceFilter(this.rule(collection, 'list'), search ? [...conditions, search.match] : conditions);
+      const orderBy = compileRecordOrder({ registry, collection, sort: query.sort, caller, rank: search?.rank });
       const extra = fieldViewColumns({ registry, collection, caller }); // field view rules, in the page's statement
       return this.parts.routing.read(this.readerKeys(), this.context, async (store) => {
         const items = await store.selectPage({ collection, where, orderBy, limit: query.perPage, offset: (query.page - 1) * query.perPage, extra });
+        if (query.highlight !== undefined && query.highlight.length > 0) await highlightRecords({ store, collection, items, fields: query.highlight, query: search?.query });
         if (query.skipTotal) return { page: query.page, perPage: query.perPage, totalItems: -1, totalPages: -1, items };
         const totalItems = await store.count({ collection, where });
         return { page: query.page, perPage: query.perPage, totalItems, totalPages: Math.ceil(totalItems / query.perPage), items };

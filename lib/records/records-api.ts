@@ -50,6 +50,8 @@ export interface ListOptions extends ApiOptions {
   sort?: string;
   /** Skip the count: `totalItems` and `totalPages` are -1. */
   skipTotal?: boolean;
+  /** Words matched with the collection's search index, as `?search=` (docs/search.md). */
+  search?: string;
 }
 
 /** Options of aggregate (docs/search.md, "Aggregates"): the HTTP endpoint's parameters. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SchemaError } from '../errors.js';
-import type { CollectionDefinition, FieldDefinition, Rule, ViewCollectionDefinition } from './definitions.js';
+import { SEARCH_LANGUAGES, type CollectionDefinition, type FieldDefinition, type Rule, type SearchIndexDefinition, type SearchLanguage, type ViewCollectionDefinition } from './definitions.js';
 import { checkCollectionId, checkCollectionName, checkFieldName, isFieldName, MAX_IDENTIFIER } from './collection-names.js';
 import { checkFieldBase, checkFieldRules, FIELD_BASE_KEYS } from './field-type-spec.js';
 import { FIELD_TYPES, findFieldType, type DeclaredFieldSchema, type FieldSchema, type SystemFieldSchema } from './field-types.js';
@@ -26,6 +26,21 @@ export interface IndexSchema {
   readonly unique: boolean;
 }
 
+/**
+ * A checked search index (docs/search.md): a generated `tsvector` column over the fields, in a
+ * GIN index. Both names carry a hash of the language and the fields, so a changed declaration
+ * makes a new column and index beside the old ones (lib/schema/plan-migration.ts).
+ */
+export interface SearchIndexSchema {
+  /** The generated column: `_rb_search$` and 8 hex digits, a name no field can have (`$`). */
+  readonly column: string;
+  /** The GIN index on it (`_rb_search_<collection>_<hash>`). */
+  readonly index: string;
+  /** The searched fields' columns, most important first. */
+  readonly columns: readonly string[];
+  readonly language: SearchLanguage;
+}
+
 /** A checked collection. `fields` lists system fields first (id, created, updated). */
 export interface CollectionSchema {
   readonly id: string;
@@ -35,6 +50,8 @@ export interface CollectionSchema {
   readonly fields: readonly FieldSchema[];
   readonly rules: ResolvedRules;
   readonly indexes: readonly IndexSchema[];
+  /** The full-text search index, when one is declared (`indexes: [{ search: [...] }]`). */
+  readonly search?: SearchIndexSchema;
   /**
    * `base`: records in a table; `view`: the rows of a database view made from `viewQuery`,
    * read-only, whose fields are known once the schema sync has asked the database
@@ -156,8 +173,52 @@ function checkRules(collection: string, def: CollectionDefinition): ResolvedRule
   return out as unknown as ResolvedRules;
 }
 
-function checkIndexes(def: CollectionDefinition, field: (name: string) => FieldSchema | undefined): IndexSchema[] {
-  return (def.indexes ?? []).map((index, i) => {
+/** The field types a search index may cover: text a reader sees as words. */
+export const SEARCHABLE_FIELD_TYPES: readonly string[] = ['text', 'editor', 'email', 'url'];
+/** Most fields one search index covers: one per ts_rank weight (A to D). */
+export const MAX_SEARCH_FIELDS = 4;
+const SEARCH_INDEX_KEYS = ['search', 'language'];
+
+/**
+ * Checks the one search index a collection may have. A field that is hidden or has a view rule is
+ * refused: a match (or its rank) would tell a caller what the field holds.
+ */
+function checkSearchIndex(def: CollectionDefinition, index: SearchIndexDefinition, i: number, field: (name: string) => FieldSchema | undefined): SearchIndexSchema {
+  const where = `collection "${def.name}", index ${i}`;
+  checkKnownKeys(where, index, SEARCH_INDEX_KEYS);
+  const names: unknown = index.search;
+  if (!Array.isArray(names) || names.length === 0 || names.length > MAX_SEARCH_FIELDS || names.some((n) => typeof n !== 'string')) {
+    throw new SchemaError(`${where}: "search" needs 1 to ${MAX_SEARCH_FIELDS} field names`);
+  }
+  const language = index.language ?? 'simple';
+  if (!(SEARCH_LANGUAGES as readonly unknown[]).includes(language)) {
+    throw new SchemaError(`${where}: unknown search language ${JSON.stringify(String(language)).slice(0, 60)} (one of ${SEARCH_LANGUAGES.join(', ')})`);
+  }
+  const columns = (names as string[]).map((name) => {
+    const f = field(name);
+    if (!f) throw new SchemaError(`${where}: search names unknown field "${name}"`);
+    if (!SEARCHABLE_FIELD_TYPES.includes(f.type) || f.multiple) {
+      throw new SchemaError(`${where}: search field "${name}" is ${f.type}; only ${SEARCHABLE_FIELD_TYPES.join(', ')} fields can be searched`);
+    }
+    if (f.hidden || f.rules?.view !== undefined) {
+      throw new SchemaError(`${where}: search field "${name}" is ${f.hidden ? 'hidden' : 'guarded by a view rule'}; its matches would tell callers what it holds, so it cannot be searched`);
+    }
+    return f.column;
+  });
+  if (new Set(columns).size !== columns.length) throw new SchemaError(`${where}: search names a field twice`);
+  const hash = createHash('sha256').update(`${language}\u0000${columns.join(',')}`).digest('hex').slice(0, 8);
+  return { column: `_rb_search$${hash}`, index: shortenIdentifier(`_rb_search_${def.name}_${hash}`), columns, language };
+}
+
+/** The declared column indexes, and the search index (at most one). */
+function checkIndexes(def: CollectionDefinition, field: (name: string) => FieldSchema | undefined): { indexes: IndexSchema[]; search?: SearchIndexSchema } {
+  let search: SearchIndexSchema | undefined;
+  const declared = (def.indexes ?? []).map((index, i) => {
+    if (index && typeof index === 'object' && index.search !== undefined) {
+      if (search) throw new SchemaError(`collection "${def.name}": index ${i} is a second search index; a collection has at most one`);
+      search = checkSearchIndex(def, index, i, field);
+      return undefined;
+    }
     if (!index || !Array.isArray(index.fields) || index.fields.length === 0) {
       throw new SchemaError(`collection "${def.name}": index ${i} needs "fields", a non-empty array`);
     }
@@ -173,6 +234,8 @@ function checkIndexes(def: CollectionDefinition, field: (name: string) => FieldS
     const name = `idx_${def.name}_${columns.map((c) => c.column).join('_')}${unique ? '_uniq' : ''}`;
     return { name: shortenIdentifier(name), columns, unique };
   });
+  const indexes = declared.filter((index) => index !== undefined);
+  return search ? { indexes, search } : { indexes };
 }
 
 /** Keeps generated identifiers within Postgres's 63 bytes while staying unique per input. */
@@ -214,7 +277,7 @@ function checkBaseCollection(def: CollectionDefinition, id: string): CollectionS
   const recordId = idFields.length === 1 ? checkIdField(`collection "${def.name}", field "id"`, idFields[0]) : DEFAULT_RECORD_ID_FORMAT;
   const fields = [...SYSTEM_FIELDS, ...declared.filter((f) => !isIdField(f)).map((f) => checkField(def.name, f, names))];
   const field = lookupFields(fields);
-  return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), indexes: checkIndexes(def, field), field, recordId };
+  return { id, name: def.name, table: def.name, type: 'base', fields, rules: checkRules(def.name, def), ...checkIndexes(def, field), field, recordId };
 }
 
 /** The one system field a collection may declare: `id`, with its settings (docs/collections.md, "The id field"). */

@@ -40,12 +40,41 @@ export interface CollectionRules {
   delete?: Rule;
 }
 
-/** An extra index the schema sync creates. `-field` sorts that column descending. */
-export interface IndexDefinition {
+/** An extra index the schema sync creates: a column index, or the collection's search index. */
+export type IndexDefinition = ColumnIndexDefinition | SearchIndexDefinition;
+
+/** A (b-tree) index on columns. `-field` sorts that column descending. */
+export interface ColumnIndexDefinition {
   fields: string[];
   /** A duplicate becomes a 422 `validation_not_unique` on the first field. */
   unique?: boolean;
+  search?: undefined;
 }
+
+/**
+ * The collection's full-text search index (docs/search.md): what `?search=` matches. At most one
+ * per collection, over 1 to 4 text, editor, email or url fields, none hidden or with a view rule.
+ */
+export interface SearchIndexDefinition {
+  /** The fields searched, most important first (a match in an earlier one ranks higher). */
+  search: string[];
+  /** A Postgres text search configuration (SEARCH_LANGUAGES); default `simple` (no stemming, no stop words). */
+  language?: SearchLanguage;
+  fields?: undefined;
+}
+
+/**
+ * The text search configurations Postgres and PGlite both ship (`SELECT cfgname FROM pg_ts_config`),
+ * the only languages a search index may name: the name is written into the index's SQL.
+ */
+export const SEARCH_LANGUAGES = [
+  'simple', 'arabic', 'armenian', 'basque', 'catalan', 'danish', 'dutch', 'english', 'finnish', 'french', 'german', 'greek', 'hindi', 'hungarian',
+  'indonesian', 'irish', 'italian', 'lithuanian', 'nepali', 'norwegian', 'portuguese', 'romanian', 'russian', 'serbian', 'spanish', 'swedish', 'tamil',
+  'turkish', 'yiddish',
+] as const;
+
+/** One of SEARCH_LANGUAGES. */
+export type SearchLanguage = (typeof SEARCH_LANGUAGES)[number];
 
 /** A collection as declared in code: a table of records (`base`, the default) or a read-only view. */
 export type CollectionDefinition = BaseCollectionDefinition | ViewCollectionDefinition;

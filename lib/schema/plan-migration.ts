@@ -1,6 +1,6 @@
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q } from '../sql-fragment.js';
-import { shortenIdentifier, type CollectionSchema, type FieldSchema, type IndexSchema } from './collection-schema.js';
+import { shortenIdentifier, type CollectionSchema, type FieldSchema, type IndexSchema, type SearchIndexSchema } from './collection-schema.js';
 import { storageKindOfType } from './storage-conversions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
@@ -122,6 +122,49 @@ function indexesOf(c: CollectionSchema): IndexStatement[] {
 }
 
 /**
+ * Characters of each searched field that its search vector covers. A tsvector holds at most 1 MB,
+ * and a text of n characters makes at most about 7n bytes of one (lexemes, their entries and
+ * positions), so four fields of this many stay below it: a longer text is still stored, and
+ * searched over its beginning, instead of failing the write.
+ */
+export const MAX_SEARCHED_CHARACTERS = 32_768;
+
+/** A search index's generated column in SQL: the name is made by the schema check (`_rb_search$` + hex), so it is quoted here, not by quoteIdent. */
+export function searchColumnSql(search: SearchIndexSchema, alias?: string): string {
+  if (!/^_rb_search\$[0-9a-f]{8}$/.test(search.column)) throw new Error(`recordbase: refusing search column ${JSON.stringify(search.column)}`);
+  return `${alias === undefined ? '' : `${q(alias)}.`}"${search.column}"`;
+}
+
+/**
+ * The expression of a search index's column: each field's words, weighted A, B, C, D in the
+ * declared order so that `@rank` puts a match in an earlier field first. The language is one of
+ * SEARCH_LANGUAGES, checked at start; every function here is immutable, as a generated column needs.
+ */
+function searchVectorSql(search: SearchIndexSchema): string {
+  const weights = ['A', 'B', 'C', 'D'];
+  return search.columns
+    .map((column, i) => `setweight(to_tsvector('${search.language}'::regconfig, left(coalesce(${q(column)}, ''), ${MAX_SEARCHED_CHARACTERS})), '${weights[i]}')`)
+    .join(' || ');
+}
+
+/**
+ * The statements that give `c` its search index: the generated column, then its GIN index. A
+ * changed declaration has another column name (its hash), so it adds a new column and index and
+ * leaves the old ones to the release that still reads them (listed as undeclared, dropped by a
+ * migration: docs/search.md). Adding a stored generated column rewrites the table.
+ */
+function planSearchIndex(c: CollectionSchema, columns: Map<string, string> | undefined, indexes: Set<string>): string[] {
+  const search = c.search;
+  if (!search) return [];
+  const statements: string[] = [];
+  if (!columns?.has(search.column)) {
+    statements.push(`ALTER TABLE ${q(c.table)} ADD COLUMN IF NOT EXISTS ${searchColumnSql(search)} tsvector GENERATED ALWAYS AS (${searchVectorSql(search)}) STORED`);
+  }
+  if (!indexes.has(search.index)) statements.push(`CREATE INDEX IF NOT EXISTS ${q(search.index)} ON ${q(c.table)} USING gin (${searchColumnSql(search)})`);
+  return statements;
+}
+
+/**
  * The bookkeeping row of `c`: its declared fields, then the fields `before` recorded that `c` does
  * not declare but whose column is still there. Older code on a newer database keeps the newer
  * fields' record, so that the newer code, started again, finds it as it left it (a field of the
@@ -213,7 +256,8 @@ function planTable(c: CollectionSchema, columns: Map<string, string> | undefined
     }
   }
   for (const column of columns.keys()) {
-    if (!c.field(column)) found.undeclared.columns.push({ collection: c.name, column });
+    // The search index's own column is ours, not drift; another one is an older or newer declaration's.
+    if (!c.field(column) && column !== c.search?.column) found.undeclared.columns.push({ collection: c.name, column });
   }
   return statements;
 }
@@ -264,6 +308,7 @@ export function planMigration(collections: readonly CollectionSchema[], state: D
     for (const index of indexesOf(c)) {
       if (!state.indexes.has(index.name)) statements.push(index.sql);
     }
+    statements.push(...planSearchIndex(c, columns, state.indexes));
     const now = describeApplied(c, before, columns);
     if (!before || !isSameApplied(before, now)) applied.set(c.name, now);
   }
