@@ -64,6 +64,9 @@ function aggregateStatement(run: AggregateRun): { sql: string; bindings: unknown
   return { sql, bindings };
 }
 
+/** SQLSTATE numeric_value_out_of_range. */
+const NUMERIC_VALUE_OUT_OF_RANGE = '22003';
+
 /** A column's value as an answer holds it: dates in the record format, numbers as numbers. */
 function readValue(column: AggregateColumn, raw: unknown): unknown {
   if (raw === null || raw === undefined) return null;
@@ -76,7 +79,14 @@ function readValue(column: AggregateColumn, raw: unknown): unknown {
  * timeout) and reads its page. More groups than `maxGroups` is a 400 `aggregate_too_many_groups`.
  */
 export async function aggregateRecords(store: RecordStore, run: AggregateRun): Promise<AggregateResult> {
-  const rows = await store.selectRows(aggregateStatement(run));
+  const rows = await store.selectRows(aggregateStatement(run)).catch((err: unknown) => {
+    // A sum (or an average's running sum) of doubles past ±1.8e308: Postgres refuses it rather
+    // than answer Infinity. What the records hold is the caller's own, so it is a 400 of its own.
+    if ((err as { code?: unknown } | null)?.code === NUMERIC_VALUE_OUT_OF_RANGE) {
+      throw new BadRequestError('A sum or an average of this aggregate is out of the range of a number (about ±1.8e308): aggregate fewer records.', 'bad_request', err);
+    }
+    throw err;
+  });
   const totalItems = Number(rows[0]?.$total ?? 0);
   if (totalItems > run.maxGroups) {
     throw new BadRequestError(

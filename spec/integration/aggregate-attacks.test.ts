@@ -155,6 +155,17 @@ describe.each(testEngines())('aggregate attacks on %s', (engine) => {
     expect(ok.status).toBe(200);
   });
 
+  test('a sum or an average past the range of a number: a 400 that says so, never a 500', async () => {
+    const vault = app.router.api.collection('vault');
+    for (const amount of [1.5e308, 1.5e308]) await vault.create({ owner: 'big', label: 'big', amount }, { as: 'superuser' });
+    for (const fields of ['sum(amount)', 'avg(amount)']) {
+      const res = await get('vault/aggregate', 'token-alice').query({ fields, filter: 'owner = "big"' });
+      expect({ fields, status: res.status, body: res.body }).toEqual({ fields, status: 400, body: { status: 400, message: expect.stringMatching(/out of the range of a number/), data: {} } });
+    }
+    const max = await get('vault/aggregate', 'token-alice').query({ fields: 'max(amount),count()', filter: 'owner = "big"' });
+    expect(max.body.items).toEqual([{ max_amount: 1.5e308, count: 2 }]);
+  });
+
   test('an aggregate over many rows is bounded by the statement timeout; an honest client lists meanwhile', async () => {
     // The embedded test engine (in memory) cannot stop a statement (lib/db/engine/embedded-knex-client.ts):
     // a timeout answers the caller while the statement runs to its end, and every later statement
