@@ -210,6 +210,12 @@ describe.each(testEngines())('field write rules on %s', (engine) => {
       .set(BOB)
       .send({ requests: [{ method: 'PUT', url: '/api/collections/members/records', body: { id, role: 'mod' } }] });
     expect(upsert.body.data.requests[0].response).toEqual(refusedFor('role'));
+    const upload = await app.http
+      .post('/backend/api/batch')
+      .set(BOB)
+      .attach('requests.0.avatar', Buffer.from('bob'), 'bob.txt')
+      .field('@jsonPayload', JSON.stringify({ requests: [{ method: 'POST', url: '/api/collections/members/records', body: { title: 'with a file' } }] }));
+    expect(upload.body.data.requests[0].response).toEqual(refusedFor('avatar'));
     expect(await snapshot()).toEqual(before.rows);
     expect(storage()).toEqual(before.files);
     const allowed = await app.http
