@@ -11,7 +11,7 @@ export const MAX_SEARCH_LENGTH = 1000;
  * Characters of a field that `:highlight` marks and returns (docs/search.md): ts_headline reads
  * the whole text it is given, once per record of the page, so its input is cut to this.
  */
-export const MAX_HIGHLIGHT_CHARACTERS = 10_000;
+export const MAX_HIGHLIGHT_CHARACTERS = 2_000;
 
 /** A list's search, compiled: the condition a record must meet, and its relevance for `@rank`. */
 export interface CompiledSearch {

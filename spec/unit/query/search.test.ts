@@ -46,7 +46,7 @@ describe(':highlight', () => {
     const rendered = renderHighlight(`a <b> & ${MARK_START}car${MARK_END} "q" 'x'`, { stripTags: (t) => t });
     expect(applyFields({ title: rendered }, parseFields('title:highlight'))).toEqual({ title: 'a &lt;b&gt; &amp; <mark>car</mark> &quot;q&quot; &#39;x&#39;' });
     expect(presentHighlight('<script>')).toBe('&lt;script&gt;');
-    expect(presentHighlight('y'.repeat(20_000))).toHaveLength(10_000);
+    expect(presentHighlight('y'.repeat(20_000))).toHaveLength(2_000);
     // Without :highlight the same value is not touched by it.
     expect(applyFields({ title: '<i>' }, parseFields('title'))).toEqual({ title: '<i>' });
   });
