@@ -19,12 +19,13 @@ export const RECORD_ALIAS = 'r';
 
 /**
  * Columns a read select returns beside the record's own (`expr AS "alias", …`, aliases no field
- * can have), and what each row's values become with them: how field view rules join a read's
- * plan (lib/records/field-visibility.ts). Without them a select's text is the fixed one.
+ * can have), and what the records read become with them (`readRows` may replace each entry of
+ * `records`, read from `rows[i]`): how field view rules join a read's plan
+ * (lib/records/field-visibility.ts). Without them a select's text is the fixed one.
  */
 export interface ExtraColumns {
   readonly columns: SqlFragment;
-  read(values: RecordValues, row: Record<string, unknown>): RecordValues;
+  readRows(records: RecordValues[], rows: readonly Record<string, unknown>[]): void;
 }
 
 
@@ -212,8 +213,8 @@ export class RecordStore {
     const { rows } = await this.run(statement);
     const read = sqlOf(collection).readRow;
     const out: RecordValues[] = new Array(rows.length);
-    if (extra === undefined) for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
-    else for (let i = 0; i < rows.length; i++) out[i] = extra.read(read(rows[i]!), rows[i]!);
+    for (let i = 0; i < rows.length; i++) out[i] = read(rows[i]!);
+    extra?.readRows(out, rows);
     return out;
   }
 

@@ -4,7 +4,8 @@ import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import { joinSql, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
-import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { compileObjectShape } from '../schema/object-shape.js';
 import { isStaticFilter } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
 
@@ -19,7 +20,7 @@ import { isSuperuser, type Caller } from './caller.js';
  */
 
 /** The fields of a collection whose view a rule guards (`field.rules.view` null or an expression), in declaration order. */
-export const guardedViewFields = memoizePerObject((collection: CollectionSchema): readonly FieldSchema[] => collection.fields.filter((field) => field.rules?.view !== undefined));
+export const guardedViewFields = memoizePerObject((collection: CollectionSchema) => collection.fields.filter((field) => field.rules?.view !== undefined));
 
 /** Whether `caller` reads every field of `collection`'s records: a superuser, or a collection without field view rules. Cheap: asked for every answer. */
 export function readsEveryField(collection: CollectionSchema, caller: Caller): boolean {
@@ -61,7 +62,8 @@ export function compileFieldViews(options: FieldViewOptions): readonly FieldView
 }
 
 /** Column aliases no field can have (a field name starts with a letter or `_`): `"$view_0"`, … */
-const aliasOf = (index: number) => `$view_${index}`;
+const aliases: string[] = [];
+const aliasOf = (index: number) => (aliases[index] ??= `$view_${index}`);
 
 /** `(rule) IS TRUE AS "$view_0", …`: one boolean per guarded field, NULL counting as refused. */
 function viewColumns(views: readonly FieldView[]): SqlFragment {
@@ -71,24 +73,48 @@ function viewColumns(views: readonly FieldView[]): SqlFragment {
   );
 }
 
-/** Which values were made readable for which caller: what an answer of that caller need not check again. */
-const checkedFor = new WeakMap<RecordValues, Caller>();
+/**
+ * What a select read for which caller through fieldViewColumns: its array of records (a list's
+ * page, presented as it is), and its record when it read one (a view's, presented in an array
+ * of its own). An answer of that caller need not check them again. One entry per select, not per
+ * record: a WeakMap entry per record would cost the young generation's collections.
+ */
+const checkedFor = new WeakMap<object, Caller>();
+
+/** Whether a select of `caller` read `records` (the array, or its one record) through fieldViewColumns. */
+function checkedForCaller(records: readonly RecordValues[], caller: Caller): boolean {
+  return checkedFor.get(records) === caller || (records.length === 1 && checkedFor.get(records[0]!) === caller);
+}
 
 /**
- * `values` without the guarded fields `row` (a row with viewColumns) refuses; a record not found
- * (`row` undefined) keeps none of them. A copy when anything goes: values may be shared (the
- * record a hook receives).
+ * Per collection, by the guarded fields a record goes without (bit i: guardedViewFields[i]), what
+ * copies its values without them: one object literal (lib/schema/object-shape.ts), as a row is
+ * read, where deleting keys would leave the slow kind of object. Made on first use.
  */
-function withoutRefused(values: RecordValues, fields: readonly FieldSchema[], row: Record<string, unknown> | undefined, caller: Caller): RecordValues {
-  let out: RecordValues | undefined;
-  for (let i = 0; i < fields.length; i++) {
-    if (row?.[aliasOf(i)] === true) continue;
-    out ??= { ...values };
-    delete out[fields[i]!.name];
+const copiersOf = memoizePerObject((collection: CollectionSchema) => new Map<number, (values: RecordValues) => RecordValues>());
+
+function copierWithout(collection: CollectionSchema, refused: number): (values: RecordValues) => RecordValues {
+  const copiers = copiersOf(collection);
+  let copier = copiers.get(refused);
+  if (copier === undefined) {
+    const gone = new Set(guardedViewFields(collection).flatMap((field, i) => (refused & (2 ** i) ? [field.name] : [])));
+    copier = compileObjectShape<RecordValues>(collection.fields.filter((field) => !gone.has(field.name)).map((field) => ({ key: field.name, from: field.name })));
+    copiers.set(refused, copier);
   }
-  const kept = out ?? values;
-  checkedFor.set(kept, caller);
-  return kept;
+  return copier;
+}
+
+/** The guarded fields a row with viewColumns refuses, as bits; a record not found (`row` undefined) is refused all of them. */
+function refusedBy(collection: CollectionSchema, row: Record<string, unknown> | undefined): number {
+  const count = guardedViewFields(collection).length;
+  let refused = 0;
+  for (let i = 0; i < count; i++) if (row?.[aliasOf(i)] !== true) refused += 2 ** i;
+  return refused;
+}
+
+/** `values` without the `refused` fields: a copy when anything goes, since values may be shared (the record a hook receives). */
+function withoutRefused(collection: CollectionSchema, values: RecordValues, refused: number): RecordValues {
+  return refused === 0 ? values : copierWithout(collection, refused)(values);
 }
 
 /**
@@ -99,25 +125,29 @@ function withoutRefused(values: RecordValues, fields: readonly FieldSchema[], ro
 export function fieldViewColumns(options: FieldViewOptions): ExtraColumns | undefined {
   const views = compileFieldViews(options);
   if (views === undefined) return undefined;
-  const fields = guardedViewFields(options.collection);
-  const { caller } = options;
-  return { columns: viewColumns(views), read: (values, row) => withoutRefused(values, fields, row, caller) };
+  const { collection, caller } = options;
+  return {
+    columns: viewColumns(views),
+    readRows(records, rows) {
+      for (let i = 0; i < records.length; i++) records[i] = withoutRefused(collection, records[i]!, refusedBy(collection, rows[i]));
+      checkedFor.set(records, caller);
+      if (records.length === 1) checkedFor.set(records[0]!, caller);
+    },
+  };
 }
 
 /**
- * `records` as `caller` may read them, for an answer. Records a select of this caller already
- * read through fieldViewColumns stay as they are; the others (a write's answer) are checked in
- * one statement on `store`, by id.
+ * `records` as `caller` may read them, for an answer. Records a select of this caller read
+ * through fieldViewColumns stay as they are; others (a write's answer) are checked in one
+ * statement on `store`, by id.
  */
 export async function readableRecords(options: { registry: SchemaRegistry; store: RecordStore; collection: CollectionSchema; caller: Caller; records: readonly RecordValues[] }): Promise<readonly RecordValues[]> {
   const { collection, caller, records } = options;
-  if (readsEveryField(collection, caller) || records.every((values) => checkedFor.get(values) === caller)) return records;
+  if (readsEveryField(collection, caller) || records.length === 0 || checkedForCaller(records, caller)) return records;
   const views = compileFieldViews(options)!;
-  const ids = records.flatMap((values) => (checkedFor.get(values) === caller ? [] : [String(values.id)]));
-  const rows = await options.store.selectColumnsByIds(collection, ids, viewColumns(views));
+  const rows = await options.store.selectColumnsByIds(collection, records.map((values) => String(values.id)), viewColumns(views));
   const byId = new Map(rows.map((row) => [String(row.id), row]));
-  const fields = guardedViewFields(collection);
-  return records.map((values) => (checkedFor.get(values) === caller ? values : withoutRefused(values, fields, byId.get(String(values.id)), caller)));
+  return records.map((values) => withoutRefused(collection, values, refusedBy(collection, byId.get(String(values.id)))));
 }
 
 /**
@@ -126,7 +156,9 @@ export async function readableRecords(options: { registry: SchemaRegistry; store
  * realtime applies what its check statement decided.
  */
 export function withVisibleFields(collection: CollectionSchema, values: RecordValues, visible: readonly boolean[], caller: Caller): RecordValues {
-  const row: Record<string, unknown> = {};
-  visible.forEach((shows, i) => (row[aliasOf(i)] = shows));
-  return withoutRefused(values, guardedViewFields(collection), row, caller);
+  let refused = 0;
+  visible.forEach((shows, i) => (refused += shows ? 0 : 2 ** i));
+  const kept = withoutRefused(collection, values, refused);
+  checkedFor.set(kept, caller);
+  return kept;
 }

@@ -15,7 +15,8 @@ const serializersOf = memoizePerObject((collection: CollectionSchema) => ({
   visible: compileSerializer(collection, false),
   all: compileSerializer(collection, true),
   guarded: guardedViewFields(collection),
-  without: new Map<string, Serializer>(),
+  /** By the guarded fields absent (bit i: guarded[i]), for everyone else and for superusers. */
+  without: [new Map<number, Serializer>(), new Map<number, Serializer>()] as const,
 }));
 
 function compileSerializer(collection: CollectionSchema, showHidden: boolean, without: ReadonlySet<string> = new Set()): Serializer {
@@ -43,13 +44,14 @@ export function serializeRecord(collection: CollectionSchema, values: RecordValu
   const serializers = serializersOf(collection);
   const { guarded } = serializers;
   if (guarded.length > 0) {
-    let key = '';
-    for (let i = 0; i < guarded.length; i++) if (!Object.hasOwn(values, guarded[i]!.name)) key += `${i},`;
-    if (key !== '') {
-      let serializer = serializers.without.get(`${options.showHidden}|${key}`);
+    let absent = 0;
+    for (let i = 0; i < guarded.length; i++) if (!Object.hasOwn(values, guarded[i]!.name)) absent += 2 ** i;
+    if (absent !== 0) {
+      const without = serializers.without[options.showHidden ? 1 : 0];
+      let serializer = without.get(absent);
       if (serializer === undefined) {
-        const absent = new Set(guarded.filter((field) => !Object.hasOwn(values, field.name)).map((field) => field.name));
-        serializers.without.set(`${options.showHidden}|${key}`, (serializer = compileSerializer(collection, options.showHidden, absent)));
+        const names = new Set(guarded.filter((field) => !Object.hasOwn(values, field.name)).map((field) => field.name));
+        without.set(absent, (serializer = compileSerializer(collection, options.showHidden, names)));
       }
       return serializer(values);
     }
