@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { RecordService } from '../records/record-service.js';
 import { readPaging } from '../records/read-paging.js';
+import { readSearchParam } from '../query/search.js';
 import { readQueryParam } from './parse-list-query.js';
 import type { CallerResolver } from './resolve-caller.js';
 import type { Route } from './route-table.js';
@@ -33,6 +34,7 @@ export function createAggregateRoutes(options: AggregateRoutesOptions): Route[] 
       page: paging.page,
       perPage: paging.perPage,
       filter: readQueryParam(query, 'filter'),
+      search: readSearchParam(readQueryParam(query, 'search')),
       groupBy: readQueryParam(query, 'groupBy'),
       fields: readQueryParam(query, 'fields'),
       sort: readQueryParam(query, 'sort'),

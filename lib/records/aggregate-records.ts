@@ -10,6 +10,8 @@ export interface AggregateQuery extends AggregateInput {
   page: number;
   perPage: number;
   filter?: string;
+  /** Words matched with the collection's search index, as a list's `search` (already read by readSearchParam). */
+  search?: string;
   /** `limits.maxAggregateGroups`. */
   maxGroups: number;
 }

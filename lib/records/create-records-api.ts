@@ -120,7 +120,8 @@ export function createRecordsApi(deps: () => Promise<RecordsApiDeps>, unit?: Wri
         const d = await resolve();
         const paging = readPaging({ page: options.page, perPage: options.perPage }, d);
         const { groupBy, fields, filter, sort } = options;
-        return scoped(d, callerFor(options, 'GET')).aggregate(d.collection, { ...paging, groupBy, fields, filter, sort, maxGroups: d.maxAggregateGroups });
+        const query = { ...paging, groupBy, fields, filter, sort, search: readSearchParam(options.search), maxGroups: d.maxAggregateGroups };
+        return scoped(d, callerFor(options, 'GET')).aggregate(d.collection, query);
       },
     };
   };

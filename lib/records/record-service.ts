@@ -225,7 +225,9 @@ export class ScopedRecordService {
     return guard(async () => {
       const listRule = this.rule(collection, 'list');
       const plan = compileAggregate(collection, query, { superuser: isSuperuser(caller) });
-      const where = fenceFilter(listRule, compileUserFilter({ registry: this.parts.compiled.registry, collection, filter: query.filter, caller }));
+      const conditions = compileUserFilter({ registry: this.parts.compiled.registry, collection, filter: query.filter, caller });
+      const search = query.search === undefined ? [] : [compileSearch(collection, query.search, RECORD_ALIAS).match]; // fenced as list fences it
+      const where = fenceFilter(listRule, [...conditions, ...search]);
       return this.parts.routing.read(this.readerKeys(), this.context, (store) => aggregateRecords(store, { ...query, collection, plan, where }));
     });
   }

@@ -65,6 +65,8 @@ export interface AggregateOptions {
   /** Comma-separated aggregates: `count()`, `sum(f)`, `avg(f)`, `min(f)`, `max(f)`. Default `count()`. */
   fields?: string;
   filter?: string;
+  /** Words matched with the collection's search index, as getList's `search`. */
+  search?: string;
   /** Comma-separated group fields and aggregate names (`'-count'`); default: the group fields ascending. */
   sort?: string;
   page?: number;
