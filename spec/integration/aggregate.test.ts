@@ -31,6 +31,8 @@ const collections = (): CollectionDefinition[] => [
     rules: { ...OPEN_RULES, list: 'status = "public" || (@request.auth.id != "" && author = @request.auth.id)' },
   },
   { name: 'closed', fields: [{ name: 'amount', type: 'number' }], rules: { ...OPEN_RULES, list: null } },
+  // A view collection aggregates as a table does, under its own list rule.
+  { name: 'order_view', type: 'view', viewQuery: 'SELECT id, status, amount FROM orders', rules: { list: 'amount >= 10', view: '' } },
 ];
 
 type Row = Record<string, unknown>;
@@ -78,8 +80,9 @@ const FIELDS = 'count(),sum(amount),avg(amount),min(created),max(created),min(no
 
 describe.each(testEngines())('aggregates under the list rule on %s', (engine) => {
   let app: TestApp;
+  const logged: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections: collections() });
+    app = await startTestApp(engine, { collections: collections(), onRequest: (entry) => void logged.push({ ...entry }) });
     const members = app.router.api.collection('members');
     await members.create({ id: alice.id, name: 'Alice' }, { as: 'superuser' });
     await members.create({ id: bob.id, name: 'Bob' }, { as: 'superuser' });
@@ -167,6 +170,20 @@ describe.each(testEngines())('aggregates under the list rule on %s', (engine) =>
     expect((await get('nothere/aggregate', 'token-root')).status).toBe(404);
     // search as lists read it: a collection without a search index is a 400.
     expect((await get('closed/aggregate', 'token-root').query({ search: 'x' })).body.message).toMatch(/no search index/);
+  });
+
+  test('a view collection, and the request log names the route as for other routes', async () => {
+    const rows = (await listed('token-root')).filter((r) => (r.amount as number) >= 10);
+    const res = await get('order_view/aggregate', 'token-alice').query({ groupBy: 'status', fields: 'count(),sum(amount)' });
+    expect(res.status).toBe(200);
+    expect(res.body.items).toEqual(
+      ['draft', 'paid', 'public'].map((status) => {
+        const group = rows.filter((r) => r.status === status);
+        return { status, count: group.length, sum_amount: group.reduce((n, r) => n + (r.amount as number), 0) };
+      }),
+    );
+    const entry = logged.findLast((e) => e.path === '/backend/api/collections/order_view/aggregate');
+    expect(entry).toMatchObject({ method: 'GET', route: '/api/collections/:collection/aggregate', status: 200, collection: 'order_view', callerId: alice.id });
   });
 
   test('the server API: aggregate() as a caller answers what HTTP answers', async () => {
