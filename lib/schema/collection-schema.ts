@@ -173,6 +173,13 @@ function checkRules(collection: string, def: CollectionDefinition): ResolvedRule
   return out as unknown as ResolvedRules;
 }
 
+const SEARCH_COLUMN = /^_rb_search\$[0-9a-f]{8}$/;
+
+/** Whether `name` is a search index's generated column (of this declaration or another): never a field. */
+export function isSearchColumnName(name: string): boolean {
+  return SEARCH_COLUMN.test(name);
+}
+
 /** The field types a search index may cover: text a reader sees as words. */
 export const SEARCHABLE_FIELD_TYPES: readonly string[] = ['text', 'editor', 'email', 'url'];
 /** Most fields one search index covers: one per ts_rank weight (A to D). */

@@ -1,6 +1,6 @@
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q } from '../sql-fragment.js';
-import { shortenIdentifier, type CollectionSchema, type FieldSchema, type IndexSchema, type SearchIndexSchema } from './collection-schema.js';
+import { isSearchColumnName, shortenIdentifier, type CollectionSchema, type FieldSchema, type IndexSchema, type SearchIndexSchema } from './collection-schema.js';
 import { storageKindOfType } from './storage-conversions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
 
@@ -131,7 +131,7 @@ export const MAX_SEARCHED_CHARACTERS = 32_768;
 
 /** A search index's generated column in SQL: the name is made by the schema check (`_rb_search$` + hex), so it is quoted here, not by quoteIdent. */
 export function searchColumnSql(search: SearchIndexSchema, alias?: string): string {
-  if (!/^_rb_search\$[0-9a-f]{8}$/.test(search.column)) throw new Error(`recordbase: refusing search column ${JSON.stringify(search.column)}`);
+  if (!isSearchColumnName(search.column)) throw new Error(`recordbase: refusing search column ${JSON.stringify(search.column)}`);
   return `${alias === undefined ? '' : `${q(alias)}.`}"${search.column}"`;
 }
 

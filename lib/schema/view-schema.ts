@@ -6,7 +6,7 @@
  */
 import { SchemaError } from '../errors.js';
 import { quoteIdent as q, rawSql } from '../sql-fragment.js';
-import { assembleSchemaRegistry, buildViewCollection, type CollectionSchema, type FieldSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
+import { assembleSchemaRegistry, buildViewCollection, isSearchColumnName, type CollectionSchema, type FieldSchema, type InferredViewFields, type SchemaRegistry } from './collection-schema.js';
 import { isFieldName } from './collection-names.js';
 import type { FieldDefinition } from './definitions.js';
 import { STORAGE_KINDS } from './storage-kinds.js';
@@ -96,6 +96,8 @@ export function inferViewFields(options: ViewInference): InferredViewFields {
   const systemDates: ('created' | 'updated')[] = [];
   for (const column of columns) {
     if (column.name === 'id') continue;
+    // A search index's column, which `SELECT *` brings along: recordbase's own, never a field (docs/search.md).
+    if (isSearchColumnName(column.name)) continue;
     if (!isFieldName(column.name)) {
       throw new SchemaError(`${where}: the viewQuery's column "${column.name}" cannot be a field name ([A-Za-z_][A-Za-z0-9_]*); name it with AS`);
     }
@@ -168,7 +170,8 @@ export function inferViewCollection(options: ViewInference): CollectionSchema {
  * default order (`created`, then `id`) is the id order; responses never show it.
  */
 export function viewSelectSql(view: CollectionSchema, columns: readonly ViewColumn[]): string {
-  const list = columns.map((column) => {
+  // A search index's column (inferViewFields leaves it out) is not selected.
+  const list = columns.filter((column) => !isSearchColumnName(column.name)).map((column) => {
     const field = view.field(column.name);
     if (!field) throw new Error(`recordbase: view "${view.name}" has no field for its column "${column.name}"`);
     return `${readAsStored(field.storage, column)} AS ${q(column.name)}`;

@@ -28,13 +28,15 @@ const posts = (search: { search: string[]; language?: 'english' | 'simple' }): C
 });
 
 const plain: CollectionDefinition = { name: 'plain', fields: [{ name: 'title', type: 'text' }], rules: { list: '', view: '' } };
+// A view of every column: the search column is not one of its fields.
+const everything: CollectionDefinition = { name: 'everything', type: 'view', viewQuery: 'SELECT * FROM posts', rules: { list: '', view: '' } };
 
 describe.each(testEngines())('search (%s)', (engine) => {
   let app: TestApp;
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    app = await startTestApp(engine, { collections: [posts({ search: ['title', 'body'], language: 'english' }), plain] });
+    app = await startTestApp(engine, { collections: [posts({ search: ['title', 'body'], language: 'english' }), plain, everything] });
     const rows = {
       fast: { title: 'Fast cars', body: '<p>A review of cars that run fast.</p>', tag: 'a' },
       slow: { title: 'Slow boats', body: '<p>Boats, and a <b>car</b> ferry.</p>', tag: 'b' },
@@ -139,6 +141,32 @@ describe.each(testEngines())('search (%s)', (engine) => {
     const same = await startSiblingRouter(app, { collections: [posts({ search: ['title', 'body'], language: 'english' }), plain], logger });
     await same.close();
     expect(logger.lines.join('\n')).not.toMatch(/_rb_search/);
+  });
+
+  test('a view of SELECT * over the searched table serves its fields, not the search column', async () => {
+    const res = await app.http.get(api('everything/records')).query({ filter: `id = "${ids.fast}"` });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.items[0]).sort()).toEqual(['body', 'collectionId', 'collectionName', 'created', 'id', 'tag', 'title', 'updated']);
+  });
+
+  test('a realtime message of a searched collection has its fields only', async () => {
+    const previous = (globalThis as { EventSource?: unknown }).EventSource;
+    (globalThis as { EventSource?: unknown }).EventSource = EventSource;
+    const pb = new PocketBase(`${app.baseUrl}/backend`);
+    try {
+      const heard = new Promise<Record<string, unknown>>((resolve) => {
+        void pb.collection('posts').subscribe('*', (event) => resolve(event.record as Record<string, unknown>));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const created = await app.http.post(api('posts/records')).send({ title: 'heard', tag: 'rt' });
+      const record = await heard;
+      expect(record.id).toBe(created.body.id);
+      expect(Object.keys(record).sort()).toEqual(['body', 'collectionId', 'collectionName', 'created', 'id', 'tag', 'title', 'updated']);
+      await app.http.delete(api(`posts/records/${created.body.id}`));
+    } finally {
+      await pb.realtime.unsubscribe().catch(() => undefined);
+      (globalThis as { EventSource?: unknown }).EventSource = previous;
+    }
   });
 
   test('the real SDK: getList(1, 20, { search, sort: "-@rank" })', async () => {
