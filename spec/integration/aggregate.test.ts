@@ -182,7 +182,7 @@ describe.each(testEngines())('aggregates under the list rule on %s', (engine) =>
         return { status, count: group.length, sum_amount: group.reduce((n, r) => n + (r.amount as number), 0) };
       }),
     );
-    const entry = logged.findLast((e) => e.path === '/backend/api/collections/order_view/aggregate');
+    const entry = [...logged].reverse().find((e) => e.path === '/backend/api/collections/order_view/aggregate');
     expect(entry).toMatchObject({ method: 'GET', route: '/api/collections/:collection/aggregate', status: 200, collection: 'order_view', callerId: alice.id });
   });
 
