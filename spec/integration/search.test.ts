@@ -88,6 +88,20 @@ describe.each(testEngines())('search (%s)', (engine) => {
     expect(ascending.body.items.map((r: { id: string }) => r.id)).toEqual([ids.bodyOnly, ids.fast]);
   });
 
+  test('-@rank ranks by each request\'s own search text (a compiled @rank sort is never reused)', async () => {
+    const x = (await app.http.post(api('posts/records')).send({ title: 'zebra', body: 'yak yak yak', tag: 'rank' })).body.id;
+    const y = (await app.http.post(api('posts/records')).send({ title: 'yak', body: 'zebra zebra zebra', tag: 'rank' })).body.id;
+    try {
+      // Symmetric records: each ranks first for the word in its title.
+      const zebra = await list({ search: 'zebra', filter: 'tag = "rank"', sort: '-@rank' });
+      expect(zebra.body.items.map((r: { id: string }) => r.id)).toEqual([x, y]);
+      const yak = await list({ search: 'yak', filter: 'tag = "rank"', sort: '-@rank' });
+      expect(yak.body.items.map((r: { id: string }) => r.id)).toEqual([y, x]);
+    } finally {
+      for (const id of [x, y]) await app.http.delete(api(`posts/records/${id}`));
+    }
+  });
+
   test('@rank without search, or search on a collection without a search index, is a clear 400', async () => {
     const rank = await list({ sort: '-@rank' });
     expect(rank.status).toBe(400);
