@@ -99,10 +99,7 @@ export async function aggregateRecords(store: RecordStore, run: AggregateRun): P
   const columns = [...run.plan.groups, ...run.plan.aggregates];
   const items = rows
     .filter((row) => row.$row === true)
-    .map((row) => {
-      const item: Record<string, unknown> = {};
-      columns.forEach((column, i) => (item[column.name] = readValue(column, row[columnAlias(i)])));
-      return item;
-    });
+    // fromEntries defines each key as an own property: a field may be named `__proto__`.
+    .map((row) => Object.fromEntries(columns.map((column, i) => [column.name, readValue(column, row[columnAlias(i)])])));
   return { page: run.page, perPage: run.perPage, totalItems, totalPages: Math.ceil(totalItems / run.perPage), items };
 }
