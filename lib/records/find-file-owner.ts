@@ -5,7 +5,9 @@ import { withRequestContext } from '../query/request-info.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isReadableId } from '../schema/record-id.js';
-import { compileRule } from './access-rules.js';
+import { compileRule, type RuleDecision } from './access-rules.js';
+import { compileFieldViews, guardedViewFields, type FieldView, type FieldViewOptions } from './field-visibility.js';
+import type { SqlFragment } from '../sql-fragment.js';
 import { isSuperuser, type Caller } from './caller.js';
 import type { ReadRouting } from './read-routing.js';
 import type { WriteUnit } from './write-unit.js';
@@ -20,9 +22,10 @@ export interface FileOwner {
 /**
  * The record and file field behind a download of `name` (docs/protected-files.md), for
  * RecordService.findFileOwner: 404 unless the name is in one of the record's file fields. Public
- * fields skip rules (and the caller is never resolved, so a public download costs no auth() call).
- * Protected fields need an identity (401) that passes the view rule (404 otherwise, also when the
- * rule is `null`). Both reads may go to the read replica (read-routing.ts): the record's by the
+ * fields without a view rule of their own skip rules (and the caller is never resolved, so such a
+ * download costs no auth() call). Protected fields need an identity (401) that passes the view
+ * rule (404 otherwise, also when the rule is `null`). A file field with a view rule of its own
+ * (DESIGN 24) opens only for whom it lets read the field (404 otherwise), public or protected. Both reads may go to the read replica (read-routing.ts): the record's by the
  * request's address (the caller is not known yet), the rule's by the caller's keys.
  */
 export async function findFileOwner(
@@ -38,14 +41,28 @@ export async function findFileOwner(
     return record && field ? { record, field } : undefined;
   });
   if (!found) throw notFound();
-  if (found.field.definition.protected !== true) return found;
+  const isProtected = found.field.definition.protected === true;
+  const guarded = found.field.rules?.view !== undefined;
+  if (!isProtected && !guarded) return found;
   const asked = await options.caller();
   const caller: Caller = { request: withRequestContext(asked.request, 'protectedFile') };
-  if (!caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
+  if (isProtected && !caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
   if (isSuperuser(caller)) return found;
-  const rule = compileRule({ registry, collection, action: 'view', caller });
-  if (rule === 'denied') throw notFound();
-  const allowed = await routing.read(routing.keysOf(caller, context), context, (store) => store.selectById({ collection, id: options.id, where: rule }));
+  const decisions = [...(isProtected ? rulesOf(compileRule({ registry, collection, action: 'view', caller })) : []), ...(guarded ? rulesOf(fieldViewRule({ registry, collection, caller }, found.field)) : [])];
+  if (decisions.includes('denied')) throw notFound();
+  const conditions = decisions as SqlFragment[];
+  const allowed = await routing.read(routing.keysOf(caller, context), context, (store) => store.selectById({ collection, id: options.id, where: conditions }));
   if (!allowed) throw notFound();
   return found;
+}
+
+/** A rule decision as a list whose `'denied'` stays visible to the caller. */
+function rulesOf(decision: RuleDecision | FieldView): (SqlFragment | 'denied')[] {
+  return decision === 'denied' ? ['denied'] : Array.isArray(decision) ? decision : [decision];
+}
+
+/** The view rule of a file field with one (DESIGN 24): a file whose field the caller may not read does not open, public or protected. */
+function fieldViewRule(options: FieldViewOptions, field: FileFieldSchema): FieldView {
+  const index = guardedViewFields(options.collection).indexOf(field);
+  return compileFieldViews(options)![index]!;
 }
