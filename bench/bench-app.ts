@@ -9,6 +9,7 @@
  * baseline of the embedded scenarios).
  *
  * BENCH_RATE_LIMITS=1 turns on a rate limit that never trips (every request pays its check).
+ * BENCH_FIELD_RULES=1 gives posts two field view rules and users one (withFieldRules, bench-data.ts).
  *
  * IPC: it sends `{ type: 'ready', port }` once listening. The runner may send
  * `{ type: 'capture' }` (start recording every SQL statement; answers `{ type: 'capturing' }`) and `{ type: 'captured' }`
@@ -24,7 +25,7 @@ import express from 'express';
 import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/engine/open-embedded-database.js';
-import { benchCollections, FILE_TOKEN_SECRET } from './bench-data.js';
+import { benchCollections, FILE_TOKEN_SECRET, withFieldRules } from './bench-data.js';
 import { serveBenchApp } from './bench-processes.js';
 
 /** A statement as Knex sent it: native `$n` SQL and its bindings. */
@@ -61,7 +62,7 @@ database.on('query', (query: { sql: string; bindings?: unknown[] }) => {
 });
 
 const records = createRecordsRouter({
-  collections: benchCollections,
+  collections: process.env.BENCH_FIELD_RULES === '1' ? withFieldRules(benchCollections) : benchCollections,
   database,
   dataDir,
   storage: diskStorage({ root: path.join(dataDir, 'storage') }),

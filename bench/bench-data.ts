@@ -44,6 +44,25 @@ export const benchCollections: CollectionDefinition[] = [
   },
 ];
 
+/**
+ * The field view rules BENCH_FIELD_RULES=1 adds (issue 46's cells, docs/benchmarks.md): on posts,
+ * one over the row's own columns and one through the `author` relation; on users (what
+ * `expand=author` presents), one on the caller's identity. The bench's requests are a guest's.
+ */
+const FIELD_VIEW_RULES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  posts: { body: 'published = true || author = @request.auth.id', views: "author.name != ''" },
+  users: { email: 'id = @request.auth.id' },
+};
+
+/** The bench's collections with FIELD_VIEW_RULES on their fields. */
+export function withFieldRules(collections: readonly CollectionDefinition[]): CollectionDefinition[] {
+  return collections.map((collection) => {
+    const rules = FIELD_VIEW_RULES[collection.name];
+    if (!rules || collection.type === 'view') return collection;
+    return { ...collection, fields: collection.fields?.map((field) => (rules[field.name] === undefined ? field : { ...field, rules: { view: rules[field.name] } })) };
+  });
+}
+
 function hashId(prefix: string, n: number): string {
   return prefix + createHash('md5').update(`${prefix}${n}`).digest('hex').slice(0, 14);
 }
