@@ -180,6 +180,11 @@ export function isSearchColumnName(name: string): boolean {
   return SEARCH_COLUMN.test(name);
 }
 
+/** The GIN index of the search column `column` on `table`: the table's name and the column's hash. */
+export function searchIndexName(table: string, column: string): string {
+  return shortenIdentifier(`_rb_search_${table}_${column.slice(column.indexOf('$') + 1)}`);
+}
+
 /** The field types a search index may cover: text a reader sees as words. */
 export const SEARCHABLE_FIELD_TYPES: readonly string[] = ['text', 'editor', 'email', 'url'];
 /** Most fields one search index covers: one per ts_rank weight (A to D). */
@@ -214,7 +219,8 @@ function checkSearchIndex(def: CollectionDefinition, index: SearchIndexDefinitio
   });
   if (new Set(columns).size !== columns.length) throw new SchemaError(`${where}: search names a field twice`);
   const hash = createHash('sha256').update(`${language}\u0000${columns.join(',')}`).digest('hex').slice(0, 8);
-  return { column: `_rb_search$${hash}`, index: shortenIdentifier(`_rb_search_${def.name}_${hash}`), columns, language };
+  const column = `_rb_search$${hash}`;
+  return { column, index: searchIndexName(def.name, column), columns, language };
 }
 
 /** The declared column indexes, and the search index (at most one). */

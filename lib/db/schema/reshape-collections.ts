@@ -1,4 +1,4 @@
-import { shortenIdentifier, type CollectionSchema } from '../../schema/collection-schema.js';
+import { isSearchColumnName, searchIndexName, shortenIdentifier, type CollectionSchema } from '../../schema/collection-schema.js';
 import type { AppliedCollection } from '../../schema/plan-migration.js';
 import { columnDefinitionOf, storageKindOfType } from '../../schema/storage-conversions.js';
 import { STORAGE_KINDS, type StorageKind } from '../../schema/storage-kinds.js';
@@ -88,6 +88,7 @@ async function readIndexes(trx: StatementRunner, table: string): Promise<IndexSh
 
 /** The name the schema planner (lib/schema/plan-migration.ts) gives an index of this shape on `table`. */
 function generatedIndexName(table: string, index: Pick<IndexShape, 'method' | 'unique'>, columns: readonly string[]): string {
+  if (index.method === 'gin' && columns.length === 1 && isSearchColumnName(columns[0]!)) return searchIndexName(table, columns[0]!);
   if (index.method === 'gin' && columns.length === 1) return shortenIdentifier(`idx_${table}_${columns[0]}_gin`);
   if (!index.unique && columns.length === 2 && columns[0] === 'created' && columns[1] === 'id') return shortenIdentifier(`idx_${table}_created`);
   return shortenIdentifier(`idx_${table}_${columns.join('_')}${index.unique ? '_uniq' : ''}`);
