@@ -20,7 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import express, { type Request, type Response } from 'express';
 import multer from 'multer';
 import pg from 'pg';
-import { POSTS_ID, THUMB, USERS_ID } from './bench-data.js';
+import { POSTS_ID, SEARCH_LANGUAGE, THUMB, USERS_ID } from './bench-data.js';
 import { serveBenchApp } from './bench-processes.js';
 
 const schema = process.env.BENCH_SCHEMA!;
@@ -71,13 +71,36 @@ const app = express();
 
 // The hand-written form of `filter=published = true && views >= 100&sort=-created`.
 const LIST_WHERE = 'published = $1 AND views >= $2';
+// The columns a post answers with, named: where posts have a search index, `*` would also read its vector.
+const POST_COLUMNS = 'id, title, body, views, published, author, cover, created, updated';
+
+/**
+ * The search cell's column (`--scenarios search`): the generated tsvector recordbase's schema sync
+ * made, which a hand-written app would have declared itself. Undefined on tables without one.
+ */
+const searchColumn: string | undefined = (
+  await pool.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'posts' AND data_type = 'tsvector'`, [schema])
+).rows[0]?.column_name;
+
+/** The hand-written form of `search=<words>&sort=-@rank`: the match, ranked, newest id first among equals (recordbase's tie-breaker). */
+async function searchPosts(text: string, perPage: number, offset: number): Promise<Row[]> {
+  const vector = `"${searchColumn!.replace(/"/g, '""')}"`;
+  const query = `websearch_to_tsquery('${SEARCH_LANGUAGE}'::regconfig, $1)`;
+  const { rows } = await pool.query(`SELECT ${POST_COLUMNS} FROM ${posts} WHERE ${vector} @@ ${query} ORDER BY ts_rank(${vector}, ${query}) DESC, id DESC LIMIT $2 OFFSET $3`, [text, perPage, offset]);
+  return rows;
+}
 
 app.get('/backend/api/collections/posts/records', async (req, res) => {
   const page = Number(req.query.page ?? 1);
   const perPage = Math.min(Number(req.query.perPage ?? 30), 1000);
   if (!Number.isInteger(page) || page < 1 || !Number.isInteger(perPage) || perPage < 1) return fail(res, 400, 'Bad paging.');
   const skipTotal = req.query.skipTotal === '1' || req.query.skipTotal === 'true';
-  const { rows } = await pool.query(`SELECT * FROM ${posts} WHERE ${LIST_WHERE} ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4`, [
+  if (typeof req.query.search === 'string') {
+    if (searchColumn === undefined || !skipTotal) return fail(res, 400, 'The baseline searches with skipTotal only, on posts with a search index.');
+    const found = await searchPosts(req.query.search, perPage, (page - 1) * perPage);
+    return res.json({ page, perPage, totalItems: -1, totalPages: -1, items: found.map(shapePost) });
+  }
+  const { rows } = await pool.query(`SELECT ${POST_COLUMNS} FROM ${posts} WHERE ${LIST_WHERE} ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4`, [
     true,
     100,
     perPage,
@@ -98,9 +121,26 @@ app.get('/backend/api/collections/posts/records', async (req, res) => {
 });
 
 app.get('/backend/api/collections/posts/records/:id', async (req, res) => {
-  const { rows } = await pool.query(`SELECT * FROM ${posts} WHERE id = $1`, [req.params.id]);
+  const { rows } = await pool.query(`SELECT ${POST_COLUMNS} FROM ${posts} WHERE id = $1`, [req.params.id]);
   if (rows.length === 0) return fail(res, 404, "The requested record wasn't found.");
   res.json(shapePost(rows[0]));
+});
+
+// The hand-written form of `groupBy=author&fields=count(),sum(views)`: the groups' number and one page of them, by author.
+app.get('/backend/api/collections/posts/aggregate', async (req, res) => {
+  const page = Number(req.query.page ?? 1);
+  const perPage = Math.min(Number(req.query.perPage ?? 30), 1000);
+  if (!Number.isInteger(page) || page < 1 || !Number.isInteger(perPage) || perPage < 1) return fail(res, 400, 'Bad paging.');
+  if (req.query.groupBy !== 'author' || req.query.fields !== 'count(),sum(views)') return fail(res, 400, 'The baseline aggregates posts by author only.');
+  // recordbase's statement shape: the groups (at most the cap and one), their number, and one page of them.
+  const { rows } = await pool.query(
+    `WITH g AS (SELECT author, count(*)::float8 AS count, sum(views) AS sum_views FROM ${posts} GROUP BY author LIMIT 1001)
+     SELECT (SELECT count(*) FROM g)::int AS total, p.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT g.* FROM g ORDER BY author LIMIT $1 OFFSET $2) AS p ON TRUE`,
+    [perPage, (page - 1) * perPage],
+  );
+  const totalItems = rows[0]?.total ?? 0;
+  const groups = rows.filter((r) => r.author !== null);
+  res.json({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items: groups.map((r) => ({ author: r.author, count: r.count, sum_views: r.sum_views })) });
 });
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

@@ -25,7 +25,7 @@ import express from 'express';
 import knexFactory, { type Knex } from 'knex';
 import { createRecordsRouter, diskStorage } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/engine/open-embedded-database.js';
-import { benchCollections, FILE_TOKEN_SECRET, withFieldRules } from './bench-data.js';
+import { benchCollectionsOfRun, FILE_TOKEN_SECRET, withFieldRules } from './bench-data.js';
 import { serveBenchApp } from './bench-processes.js';
 
 /** A statement as Knex sent it: native `$n` SQL and its bindings. */
@@ -62,7 +62,7 @@ database.on('query', (query: { sql: string; bindings?: unknown[] }) => {
 });
 
 const records = createRecordsRouter({
-  collections: process.env.BENCH_FIELD_RULES === '1' ? withFieldRules(benchCollections) : benchCollections,
+  collections: process.env.BENCH_FIELD_RULES === '1' ? withFieldRules(benchCollectionsOfRun()) : benchCollectionsOfRun(),
   database,
   dataDir,
   storage: diskStorage({ root: path.join(dataDir, 'storage') }),

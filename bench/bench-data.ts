@@ -44,6 +44,24 @@ export const benchCollections: CollectionDefinition[] = [
   },
 ];
 
+/** The search index's language (issue 47's search cell). */
+export const SEARCH_LANGUAGE = 'english';
+
+/**
+ * BENCH_SEARCH_INDEX=1 (set by the runner when the search cell runs): posts declare a search index
+ * over title and body, in schemas of their own (benchSchemaPrefix), so that the other cells' tables
+ * keep their shape and their writes do not pay for a vector they never read.
+ */
+export function searchIndexed(): boolean {
+  return process.env.BENCH_SEARCH_INDEX === '1';
+}
+
+/** The collections of this run: benchCollections, and the search index where searchIndexed. */
+export function benchCollectionsOfRun(): CollectionDefinition[] {
+  if (!searchIndexed()) return benchCollections;
+  return benchCollections.map((c) => (c.id === POSTS_ID && c.type !== 'view' ? { ...c, indexes: [...(c.indexes ?? []), { search: ['title', 'body'], language: SEARCH_LANGUAGE }] } : c));
+}
+
 /**
  * The field view rules BENCH_FIELD_RULES=1 adds (issue 46's cells, docs/benchmarks.md): on posts,
  * one over the row's own columns and one through the `author` relation; on users (what
@@ -90,11 +108,12 @@ export function preparedPostId(kind: keyof typeof PREPARED_ID_PREFIX, n: number)
 
 /**
  * The prefix of the bench's schemas (and of its embedded seed folders): BENCH_SCHEMA_PREFIX,
- * `rb_bench_` by default. Benches run by different people on one Postgres use different prefixes,
+ * `rb_bench_` by default (`rb_bench_search_` with the search index, whose generated column and
+ * index the other cells' tables do not have). Benches run by different people on one Postgres use different prefixes,
  * so that nobody reseeds, cleans or drops another's tables.
  */
 export function benchSchemaPrefix(): string {
-  const prefix = process.env.BENCH_SCHEMA_PREFIX || 'rb_bench_';
+  const prefix = process.env.BENCH_SCHEMA_PREFIX || (searchIndexed() ? 'rb_bench_search_' : 'rb_bench_');
   if (!/^[a-z_][a-z0-9_]{0,40}$/.test(prefix)) throw new Error(`BENCH_SCHEMA_PREFIX must be lower-case letters, digits and _, got "${prefix}"`);
   return prefix;
 }

@@ -23,7 +23,8 @@
  * Flags (and environment): --rows (BENCH_ROWS), --reseed, --duration (BENCH_DURATION), --warmup
  * (BENCH_WARMUP), --connections (BENCH_CONNECTIONS), --rounds (BENCH_ROUNDS), --wait-for-idle
  * (BENCH_WAIT_FOR_IDLE=1: before each cell, wait until no jest process runs on this shared
- * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload,update,delete,batch (BENCH_SCENARIOS),
+ * machine), --scenarios list,listTotal,listExpand,view,create,thumb,upload,update,delete,batch,aggregate,search (BENCH_SCENARIOS;
+ * search only when named: its posts have a search index, in schemas `rb_bench_search_<rows>`),
  * --no-explain, --node-flags "--a --b" (BENCH_NODE_FLAGS: Node and V8 flags for both servers'
  * processes alike), --express-listen (BENCH_EXPRESS_LISTEN=1: both servers made as `app.listen`
  * makes them, instead of with createAppServer). `--scenarios realtime` runs bench/realtime-bench.ts (`--realtime-clients N`,
@@ -120,6 +121,8 @@ function readConfig(): BenchConfig {
   if (engine !== 'postgres' && engine !== 'embedded') throw new Error(`--engine must be postgres or embedded, got "${engine}"`);
   const rows = (values.rows ?? process.env.BENCH_ROWS ?? (engine === 'embedded' ? '10000' : '100000')).split(',').map((r) => parsePositive('--rows', r.trim().replace(/_/g, ''), 100000));
   const scenarios = values.scenarios ?? process.env.BENCH_SCENARIOS;
+  // The search cell needs posts with a search index, in schemas of their own (bench-data.ts searchIndexed).
+  if (scenarios?.split(',').some((s) => s.trim() === 'search')) process.env.BENCH_SEARCH_INDEX = '1';
   return {
     url: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
     rows: rows.map(Math.floor),
@@ -572,7 +575,7 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
 
     const { thumbRecordId, thumbPath, uploadFile, uploadBody } = await prepareFiles(app, dataDir);
     const all = buildScenarios({ rows, thumbPath, uploadFile });
-    const scenarios = all.filter((s) => !config.scenarios || config.scenarios.has(s.key));
+    const scenarios = all.filter((s) => isSelected(config, s.key));
     // Both servers share the schema: every post is prepared through recordbase's pool.
     const recordbase = app;
     const writes = createWritePreparer({ runSql: (_server, sql, bindings) => runSqlThrough(recordbase, sql, bindings), deleteRate: readDeleteRate(config.engine) });
@@ -607,7 +610,12 @@ async function benchOneSize(config: BenchConfig, rows: number): Promise<SizeResu
 }
 
 /** The scenarios of the embedded comparison: the database-bound ones (no thumbnail, no upload). */
-const EMBEDDED_SCENARIOS = new Set<ScenarioKey>(['list', 'listTotal', 'listExpand', 'view', 'create', 'update', 'delete', 'batch']);
+const EMBEDDED_SCENARIOS = new Set<ScenarioKey>(['list', 'listTotal', 'listExpand', 'view', 'create', 'update', 'delete', 'batch', 'search', 'aggregate']);
+
+/** Whether a cell runs: the ones `--scenarios` names, or without it every cell but search (which needs its own schema: name it). */
+function isSelected(config: { scenarios: Set<ScenarioKey> | undefined }, key: ScenarioKey): boolean {
+  return config.scenarios ? config.scenarios.has(key) : key !== 'search';
+}
 
 /**
  * The embedded engine at one size: the same host app on PGlite in a worker thread (`worker`,
@@ -630,7 +638,7 @@ async function benchEmbeddedSize(config: BenchConfig, rows: number): Promise<Siz
     };
     const app = await start('worker', 'embedded');
     const baseline = await start('in-thread', 'embedded-in-thread');
-    const scenarios = buildScenarios({ rows, thumbPath: '', uploadFile: '' }).filter((s) => EMBEDDED_SCENARIOS.has(s.key) && (!config.scenarios || config.scenarios.has(s.key)));
+    const scenarios = buildScenarios({ rows, thumbPath: '', uploadFile: '' }).filter((s) => EMBEDDED_SCENARIOS.has(s.key) && isSelected(config, s.key));
     const noUpload = buildMultipart([]);
     // Each server has its own folder, which only its process may open: its posts are prepared through it.
     const writes = createWritePreparer({ runSql: runSqlThrough, deleteRate: readDeleteRate(config.engine) });

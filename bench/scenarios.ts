@@ -1,5 +1,5 @@
 /**
- * The ten measured scenarios, as plain data: the runner sends one to the load generator (a
+ * The measured scenarios, as plain data: the runner sends one to the load generator (a
  * separate process) over IPC, so nothing here may be a function.
  */
 import { THUMB, WRITE_MARKER } from './bench-data.js';
@@ -21,7 +21,7 @@ export type LoadSpec =
   | { kind: 'batch'; path: string; size: number };
 
 /** `realtime` is not a row of this table: bench/realtime-bench.ts measures it. */
-export type ScenarioKey = 'list' | 'listTotal' | 'listExpand' | 'view' | 'create' | 'thumb' | 'upload' | 'update' | 'delete' | 'batch' | 'realtime';
+export type ScenarioKey = 'list' | 'listTotal' | 'listExpand' | 'view' | 'create' | 'thumb' | 'upload' | 'update' | 'delete' | 'batch' | 'search' | 'aggregate' | 'realtime';
 
 /** The scenarios that write on rows prepared for them before each cell. */
 export const PREPARED_SCENARIOS = new Set<ScenarioKey>(['update', 'delete']);
@@ -40,6 +40,14 @@ export const LIST_FILTER = 'published = true && views >= 100';
 export const LIST_SORT = '-created';
 const RECORDS = '/backend/api/collections/posts/records';
 const LIST = `${RECORDS}?filter=${encodeURIComponent(LIST_FILTER)}&sort=${encodeURIComponent(LIST_SORT)}`;
+
+/**
+ * The search cell's words: in every seeded post's body, so each search ranks all 100,000 matches
+ * for its 20 (the heavy case of a common word; the seed's texts offer no selective one).
+ */
+export const SEARCH_TEXT = 'lorem ipsum';
+/** The aggregate cell: posts per author (1,000 groups, the default cap) and their views, a page of 20. */
+export const AGGREGATE_QUERY = 'groupBy=author&fields=count(),sum(views)&perPage=20';
 
 /** The JSON body of a create (the author rotates per request in the load generator). */
 export function buildCreateBody(author: string): string {
@@ -75,5 +83,7 @@ export function buildScenarios(options: { rows: number; thumbPath: string; uploa
     { key: 'update', number: 8, label: 'update (JSON: title, views)', spec: { kind: 'update', pathPrefix: `${RECORDS}/`, first: 0, count: 0 } },
     { key: 'delete', number: 9, label: 'delete', spec: { kind: 'delete', pathPrefix: `${RECORDS}/`, first: 0, count: 0 } },
     { key: 'batch', number: 10, label: `batch of ${BATCH_SIZE} creates (JSON)`, spec: { kind: 'batch', path: '/backend/api/batch', size: BATCH_SIZE } },
+    { key: 'search', number: 11, label: 'ranked search, perPage=20, every post matches', spec: { kind: 'get', path: `${RECORDS}?search=${encodeURIComponent(SEARCH_TEXT)}&sort=${encodeURIComponent('-@rank')}&perPage=20&skipTotal=1` } },
+    { key: 'aggregate', number: 12, label: 'aggregate: groupBy author, count(), sum(views)', spec: { kind: 'get', path: `/backend/api/collections/posts/aggregate?${AGGREGATE_QUERY}` } },
   ];
 }

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { createRecordsRouter } from '../lib/index.js';
 import { openEmbeddedDatabase } from '../lib/db/engine/open-embedded-database.js';
 import { OUTBOX_TABLE } from '../lib/db/shared-names.js';
-import { benchCollections, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
+import { benchCollectionsOfRun, benchSchema, benchSchemaPrefix, FILE_TOKEN_SECRET, USER_COUNT, WRITE_MARKER } from './bench-data.js';
 
 /** What the seed needs of a database client: node-postgres's Client and PGlite both have it. */
 interface SqlClient {
@@ -35,7 +35,7 @@ function signature(rows: number): string {
 
 /** Creates the tables and indexes exactly as the router does, by letting a router sync the schema. */
 async function syncTables(db: Knex, dataDir: string): Promise<void> {
-  const router = createRecordsRouter({ collections: benchCollections, database: db, dataDir, fileTokenSecret: FILE_TOKEN_SECRET, fileSweep: false });
+  const router = createRecordsRouter({ collections: benchCollectionsOfRun(), database: db, dataDir, fileTokenSecret: FILE_TOKEN_SECRET, fileSweep: false });
   try {
     await router.ready;
   } finally {
