@@ -10,7 +10,8 @@ import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/co
 import { DEFAULT_PER_PAGE } from '../query/default-per-page.js';
 import { DEFAULT_RECORD_ID_FORMAT, describeNewRecordId, describeStoredRecordId, OPTIONAL_RECORD_ID_PATTERN, OPTIONAL_SAFE_RECORD_ID_PATTERN, RECORD_ID_PATTERN, SAFE_RECORD_ID_PATTERN } from '../schema/record-id.js';
 import { describeFieldSchemas, RECORD_DATE_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
-import { ERROR_RESPONSES, type ErrorResponseName } from './error-responses.js';
+import { describeAggregatePath, describeAggregateSchemas, describeListSearchParameters } from './describe-search-and-aggregates.js';
+import { ERROR_RESPONSES, responses } from './error-responses.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
 /** An OpenAPI document as plain JSON data. */
@@ -26,7 +27,7 @@ export interface OpenApiOptions {
    * The limits the router enforces, quoted in descriptions: its resolved options
    * (lib/options.ts), so that the document never states a default of its own.
    */
-  limits: { maxPerPage: number; maxFileSize: number; maxBodySize: number };
+  limits: { maxPerPage: number; maxFileSize: number; maxBodySize: number; maxAggregateGroups: number };
   /** The router's `multipartUpdate` option, which decides what a multipart update clears. */
   multipartUpdate: 'replace' | 'merge';
 }
@@ -37,15 +38,6 @@ const ERROR_REF = { $ref: '#/components/schemas/ErrorBody' };
 const OPTIONAL_TOKEN = [{}, { bearerToken: [] }, { rawToken: [] }];
 /** File downloads also take the `pb_session` cookie and `?token=` (a file token or any other). */
 const OPTIONAL_FILE_TOKEN = [...OPTIONAL_TOKEN, { sessionCookie: [] }, { queryToken: [] }];
-
-/** The responses of an operation: its success, then the named errors, then 500 and 503. */
-function responses(success: Record<string, unknown>, errors: readonly ErrorResponseName[]): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...success };
-  for (const name of [...errors, 'InternalError', 'Unavailable'] as const) {
-    out[String(ERROR_RESPONSES[name].status)] = { $ref: `#/components/responses/${name}` };
-  }
-  return out;
-}
 
 function ref(name: string): { $ref: string } {
   return { $ref: `#/components/schemas/${name}` };
@@ -192,7 +184,8 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
     const fields = describeCollectionFields(registry, collection);
     const hasFiles = [...fields.keys()].some((f) => f.type === 'file');
     const name = collection.name;
-    schemas.push([toTypeName(name, 'record'), buildRecordSchema(registry, collection, fields)]);
+    const record = buildRecordSchema(registry, collection, fields);
+    schemas.push([toTypeName(name, 'record'), record]);
     schemas.push([
       toTypeName(name, 'list'),
       {
@@ -207,6 +200,7 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
         },
       },
     ]);
+    schemas.push(...describeAggregateSchemas(collection, record));
     // A view collection is read-only: it has no write bodies.
     if (collection.type === 'view') continue;
     schemas.push([
@@ -292,9 +286,9 @@ function expandParameter(registry: SchemaRegistry, collection: CollectionSchema)
   };
 }
 
-const LIST_PARAMETERS = ['page', 'perPage', 'skipTotal', 'filter', 'sort', 'fields'].map((p) => ({ $ref: `#/components/parameters/${p}` }));
+const PAGE_PARAMETERS = ['page', 'perPage', 'skipTotal'].map((p) => ({ $ref: `#/components/parameters/${p}` }));
 
-function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSchema, options: { multipartUpdate: 'replace' | 'merge' }): [string, unknown][] {
+function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSchema, options: { multipartUpdate: 'replace' | 'merge'; maxAggregateGroups: number }): [string, unknown][] {
   const name = collection.name;
   const type = toBaseTypeName(name);
   const rules = collection.rules;
@@ -319,7 +313,7 @@ function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSc
           operationId: `list${type}`,
           summary: `List ${name} records`,
           description: `Rule: ${describeRule(rules.list)}; records the rule refuses are left out of the list.${describeGuardedFilter(fields)}`,
-          parameters: [...LIST_PARAMETERS, expand],
+          parameters: [...PAGE_PARAMETERS, ...describeListSearchParameters(collection), expand],
           responses: responses({ 200: { description: 'One page of records.', ...jsonContent(ref(toTypeName(name, 'list'))) } }, ['BadRequest', 'Unauthorized', 'Forbidden']),
         },
         post: {
@@ -373,6 +367,7 @@ function buildCollectionPaths(registry: SchemaRegistry, collection: CollectionSc
     ],
   ];
   if (collection.type === 'view') for (const [, item] of paths) onlyReads(item as Record<string, unknown>);
+  paths.push(describeAggregatePath(collection, { record: buildRecordSchema(registry, collection, fields), rule: describeRule(rules.list), maxAggregateGroups: options.maxAggregateGroups }));
   if (hasFiles) paths.push([`/api/files/${name}/{recordId}/{filename}`, buildDownloadPath(collection, type)]);
   return paths;
 }
@@ -441,7 +436,7 @@ function buildDownloadPath(collection: CollectionSchema, type: string): Record<s
  */
 export function buildOpenApiDocument(registry: SchemaRegistry, options: OpenApiOptions): OpenApiDocument {
   const { limits, multipartUpdate } = options;
-  const paths: [string, unknown][] = registry.collections.flatMap((c) => buildCollectionPaths(registry, c, { multipartUpdate }));
+  const paths: [string, unknown][] = registry.collections.flatMap((c) => buildCollectionPaths(registry, c, { multipartUpdate, maxAggregateGroups: limits.maxAggregateGroups }));
   paths.push([
     '/api/files/token',
     {

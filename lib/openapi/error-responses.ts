@@ -6,8 +6,13 @@
 export const ERROR_RESPONSES: Record<string, { status: number; description: string; example: { status: number; message: string; data: object } }> = {
   BadRequest: {
     status: 400,
-    description: 'A malformed request: bad JSON, a bad filter, sort, fields or paging parameter, a bulk delete without filter, a delete blocked by a required relation, bad thumbnail parameters.',
+    description: 'A malformed request: bad JSON, a bad filter, search, sort, fields or paging parameter, a bulk delete without filter, a delete blocked by a required relation, bad thumbnail parameters.',
     example: { status: 400, message: 'Invalid filter: unknown field "titel" at position 1.', data: {} },
+  },
+  AggregateRejected: {
+    status: 400,
+    description: 'A bad groupBy, fields, filter, search, sort or paging parameter (invalid_parameter, invalid_filter, invalid_search, …), a field only superusers may group or aggregate, or more groups than limits.maxAggregateGroups (aggregate_too_many_groups).',
+    example: { status: 400, message: 'The aggregate has more than 1000 groups (limits.maxAggregateGroups): narrow it with a filter or group by fewer fields.', data: {} },
   },
   Unauthorized: {
     status: 401,
@@ -52,3 +57,12 @@ export const ERROR_RESPONSES: Record<string, { status: number; description: stri
 };
 /** The name of one of ERROR_RESPONSES, as an operation lists it. */
 export type ErrorResponseName = keyof typeof ERROR_RESPONSES;
+
+/** The responses of an operation: its success, then the named errors, then 500 and 503. */
+export function responses(success: Record<string, unknown>, errors: readonly ErrorResponseName[]): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...success };
+  for (const name of [...errors, 'InternalError', 'Unavailable'] as const) {
+    out[String(ERROR_RESPONSES[name].status)] = { $ref: `#/components/responses/${name}` };
+  }
+  return out;
+}

@@ -96,6 +96,9 @@ function renderCollection(schemas: Record<string, JsonSchema>, name: string): st
   const expandName = toTypeName(name, 'expand');
   out.push(renderInterface({ name: toTypeName(name, 'record'), schema: record, comment: `A ${name} record as the API returns it.`, override: expand ? new Map([['expand', expandName]]) : undefined }));
   if (expand) out.push(renderInterface({ name: expandName, schema: expand, comment: `What \`expand\` may add to a ${name} record.` }));
+  const group = toTypeName(name, 'aggregateGroup');
+  out.push(renderInterface({ name: group, schema: schemas[group], comment: `One group of GET /api/collections/${name}/aggregate: the groupBy fields and the aggregates asked for are present.` }));
+  out.push(`/** The answer of GET /api/collections/${name}/aggregate: pb.send<${toTypeName(name, 'aggregate')}>(...). */\nexport type ${toTypeName(name, 'aggregate')} = ListResult<${group}>;\n`);
   const create = schemas[toTypeName(name, 'createForm')] ?? schemas[toTypeName(name, 'create')];
   const update = schemas[toTypeName(name, 'updateForm')] ?? schemas[toTypeName(name, 'update')];
   if (create === undefined || update === undefined) {
@@ -131,7 +134,7 @@ export function renderTypeScriptTypes(registry: SchemaRegistry, options: OpenApi
       ' * Do not edit: run the command again after changing the collections.',
       ' */',
       "import type PocketBase from 'pocketbase';",
-      "import type { RecordOptions, RecordService } from 'pocketbase';",
+      "import type { ListResult, RecordFullListOptions, RecordListOptions, RecordOptions, RecordService } from 'pocketbase';",
       '',
       '/** The collection names. */',
       `export type CollectionName = ${names.length > 0 ? names.map((n) => JSON.stringify(n)).join(' | ') : 'never'};`,
@@ -144,14 +147,25 @@ export function renderTypeScriptTypes(registry: SchemaRegistry, options: OpenApi
   parts.push(renderMap('CollectionUpdates', 'Update bodies by collection name.', names.map((n) => [n, toTypeName(n, 'update')])));
   const overloads = registry.collections.map((c) => {
     const keys = [c.name, c.id].map((k) => JSON.stringify(k)).join(' | ');
-    return `  collection(idOrName: ${keys}): TypedRecordService<${toTypeName(c.name, 'record')}, ${toTypeName(c.name, 'create')}, ${toTypeName(c.name, 'update')}>;`;
+    const search = c.search === undefined ? '' : ', SearchListOptions';
+    return `  collection(idOrName: ${keys}): TypedRecordService<${toTypeName(c.name, 'record')}, ${toTypeName(c.name, 'create')}, ${toTypeName(c.name, 'update')}${search}>;`;
   });
   parts.push(
     [
-      '/** A RecordService whose reads return R and whose create and update take the collection\'s bodies. */',
-      "export type TypedRecordService<R, C, U> = Omit<RecordService<R>, 'create' | 'update'> & {",
+      '/** The list options of a collection with a search index (docs/search.md); elsewhere `search` is a 400. */',
+      'export interface SearchListOptions extends RecordListOptions {',
+      '  /** Words matched with the search index; `sort: \'-@rank\'` orders by relevance, `fields: \'title:highlight\'` marks the matches. */',
+      '  search?: string;',
+      '}',
+      '',
+      '/** A RecordService whose reads return R, whose create and update take the collection\'s bodies, and whose lists take L. */',
+      "export type TypedRecordService<R, C, U, L extends RecordListOptions = RecordListOptions> = Omit<RecordService<R>, 'create' | 'update' | 'getList' | 'getFullList' | 'getFirstListItem'> & {",
       '  create<T = R>(bodyParams?: C | FormData, options?: RecordOptions): Promise<T>;',
       '  update<T = R>(id: string, bodyParams?: U | FormData, options?: RecordOptions): Promise<T>;',
+      '  getList<T = R>(page?: number, perPage?: number, options?: L): Promise<ListResult<T>>;',
+      '  getFullList<T = R>(options?: L & RecordFullListOptions): Promise<T[]>;',
+      '  getFullList<T = R>(batch?: number, options?: L): Promise<T[]>;',
+      '  getFirstListItem<T = R>(filter: string, options?: L): Promise<T>;',
       '};',
       '',
       "/** `new PocketBase(url) as TypedPocketBase`: then pb.collection('posts') is typed by name or id. */",

@@ -12,6 +12,8 @@ export const TYPE_SUFFIXES = {
   update: 'Update',
   createForm: 'CreateForm',
   updateForm: 'UpdateForm',
+  aggregate: 'Aggregate',
+  aggregateGroup: 'AggregateGroup',
 } as const;
 
 /** One kind of generated name (a key of TYPE_SUFFIXES). */

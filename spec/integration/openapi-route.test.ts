@@ -123,6 +123,75 @@ describe.each(testEngines())('GET /api/openapi.json on %s', (engine) => {
     }
   });
 
+  test('what the aggregate endpoint really sends matches its schemas, groups and errors alike (issue 47)', async () => {
+    const document = (await app.http.get(api('openapi.json'))).body;
+    const schemaOf = compileComponentSchemas(document);
+    const user = await app.http.post(api('collections/users/records')).set(ALICE).send({ name: 'Agg', email: 'agg@example.com' });
+    await app.http.post(api('collections/posts/records')).set(ALICE).send({ title: 'Agg one', views: 2, score: 1.5, category: 'news', author: user.body.id, publishedAt: '2024-05-01 10:00:00.000Z' }).expect(200);
+    await app.http.post(api('collections/posts/records')).set(ALICE).send({ title: 'Agg two', published: true }).expect(200);
+    const asks = [
+      'groupBy=category,author,published,publishedAt,score&fields=count(),sum(views),avg(score),min(publishedAt),max(title)',
+      'groupBy=title,body,slug,contact,site&fields=min(contact),max(site),min(score),max(views),max(author)',
+      'groupBy=id,created,updated&fields=min(created),max(updated),min(category),max(slug)&sort=-count,id',
+      'fields=sum(views),avg(views)&filter=' + encodeURIComponent('views > 1000'),
+    ];
+    for (const ask of asks) {
+      const res = await app.http.get(api(`collections/posts/aggregate?${ask}`)).set(ALICE);
+      expect([ask, res.status]).toEqual([ask, ask.includes('sort=-count') ? 400 : 200]);
+      expectMatchesSchema(schemaOf, res.status === 200 ? 'PostsAggregate' : 'ErrorBody', res.body);
+    }
+    // What the document says may be grouped and aggregated is what the endpoint takes, and nothing else.
+    const item = document.components.schemas.PostsAggregateGroup.properties as Record<string, unknown>;
+    for (const name of ['views', 'tags', 'meta', 'editors', 'cover', 'secret']) {
+      const taken = (await app.http.get(api(`collections/posts/aggregate?groupBy=${name}&fields=min(id)`)).set(ALICE)).status === 200;
+      expect([name, taken]).toEqual([name, name in item]);
+    }
+    for (const call of ['sum(title)', 'min(tags)', 'max(meta)', 'avg(secret)', 'sum(views)', 'min(publishedAt)']) {
+      const taken = (await app.http.get(api(`collections/posts/aggregate?fields=${call}`)).set(ALICE)).status === 200;
+      expect([call, taken]).toEqual([call, call.replace(/^(\w+)\((\w+)\)$/, '$1_$2') in item]);
+    }
+    const tooMany = await startTestApp(engine, { collections: blogCollections(), openapi: true, limits: { maxAggregateGroups: 1 } });
+    try {
+      await tooMany.http.post(api('collections/posts/records')).set(ALICE).send({ title: 'One' }).expect(200);
+      await tooMany.http.post(api('collections/posts/records')).set(ALICE).send({ title: 'Two' }).expect(200);
+      const res = await tooMany.http.get(api('collections/posts/aggregate?groupBy=title')).set(ALICE);
+      expect(res.status).toBe(400);
+      expectMatchesSchema(compileComponentSchemas((await tooMany.http.get(api('openapi.json'))).body), 'ErrorBody', res.body);
+      expect((await tooMany.http.get(api('openapi.json'))).body.paths['/api/collections/posts/aggregate'].get.description).toMatch(/At most 1 groups/);
+    } finally {
+      await tooMany.close();
+    }
+  });
+
+  test('a collection with a search index documents search, and what a search sends matches the schemas (issue 47)', async () => {
+    const collections = [
+      { name: 'notes', fields: [{ name: 'title', type: 'text' as const }, { name: 'body', type: 'editor' as const }, { name: 'amount', type: 'number' as const }], rules: { list: '', view: '', create: '' }, indexes: [{ search: ['title', 'body'], language: 'english' as const }] },
+    ];
+    const searched = await startTestApp(engine, { collections, openapi: true });
+    try {
+      const document = (await searched.http.get(api('openapi.json'))).body;
+      await expectValidOpenApi(document);
+      const schemaOf = compileComponentSchemas(document);
+      const names = (path: string) => (document.paths[path].get.parameters as { $ref?: string; name?: string }[]).map((p) => p.$ref?.split('/').pop() ?? p.name);
+      expect(names('/api/collections/notes/records')).toContain('search');
+      expect(names('/api/collections/notes/aggregate')).toContain('search');
+      await searched.http.post(api('collections/notes/records')).send({ title: 'Fast cars', body: '<p>A <b>red</b> car & a truck</p>', amount: 3 }).expect(200);
+      await searched.http.post(api('collections/notes/records')).send({ title: 'Slow boats', body: 'water', amount: 4 }).expect(200);
+      const list = await searched.http.get(api(`collections/notes/records?search=car&sort=-@rank&fields=id,title:highlight,body:highlight`));
+      expect(list.status).toBe(200);
+      expect(list.body.items).toEqual([{ id: expect.any(String), title: 'Fast <mark>cars</mark>', body: expect.stringContaining('<mark>car</mark>') }]);
+      // The record schema holds every field, which fields= narrows: the whole records are checked.
+      const whole = await searched.http.get(api('collections/notes/records?search=car&sort=-@rank'));
+      expect(whole.body.totalItems).toBe(1);
+      expectMatchesSchema(schemaOf, 'NotesList', whole.body);
+      const aggregate = await searched.http.get(api('collections/notes/aggregate?search=car&fields=count(),sum(amount),max(title)'));
+      expect(aggregate.body.items).toEqual([{ count: 1, sum_amount: 3, max_title: 'Fast cars' }]);
+      expectMatchesSchema(schemaOf, 'NotesAggregate', aggregate.body);
+    } finally {
+      await searched.close();
+    }
+  });
+
   test('is off by default: without `openapi: true` nothing is served there', async () => {
     const closed = await startTestApp(engine, { collections: blogCollections() });
     try {

@@ -55,6 +55,7 @@ describe('the OpenAPI document', () => {
     for (const name of ['users', 'posts', 'comments', 'pins', 'locked']) {
       expected[`/api/collections/${name}/records`] = ['get', 'post', 'delete'];
       expected[`/api/collections/${name}/records/{id}`] = ['parameters', 'get', 'patch', 'delete'];
+      expected[`/api/collections/${name}/aggregate`] = ['get'];
     }
     expect(Object.fromEntries(Object.entries(paths).map(([p, item]) => [p, Object.keys(item)]))).toEqual(expected);
     const list = paths['/api/collections/posts/records'].get as { parameters: { $ref?: string; name?: string }[]; responses: Record<string, unknown> };
@@ -72,7 +73,7 @@ describe('the OpenAPI document', () => {
     const doc = build(blogCollections());
     const components = doc.components as Record<string, Record<string, Record<string, unknown>>>;
     expect(schemasOf(doc).ErrorBody).toMatchObject({ required: ['status', 'message', 'data'] });
-    expect(Object.keys(components.responses)).toEqual(['BadRequest', 'Unauthorized', 'Forbidden', 'NotFound', 'PayloadTooLarge', 'RangeNotSatisfiable', 'ValidationFailed', 'InternalError', 'Unavailable']);
+    expect(Object.keys(components.responses)).toEqual(['BadRequest', 'AggregateRejected', 'Unauthorized', 'Forbidden', 'NotFound', 'PayloadTooLarge', 'RangeNotSatisfiable', 'ValidationFailed', 'InternalError', 'Unavailable']);
     const schemaOf = compileComponentSchemas(doc);
     for (const response of Object.values(components.responses)) {
       const example = (response.content as Record<string, { example: unknown }>)['application/json'].example;
@@ -288,6 +289,68 @@ describe('the OpenAPI document', () => {
       const record = { collectionId: deriveCollectionId('people'), collectionName: 'people', id: 'aaaaaaaaaaaaaaa', nick: 'x', score: 0, open: '', created: '2024-05-01 10:00:00.000Z', updated: '2024-05-01 10:00:00.000Z' };
       expectMatchesSchema(schemaOf, 'PeopleRecord', record);
       expectMatchesSchema(schemaOf, 'PeopleRecord', { ...record, email: 'a@example.com', secret: 's' });
+    });
+  });
+
+  describe('search and aggregates (issue 47)', () => {
+    const defs: CollectionDefinition[] = [
+      {
+        name: 'notes',
+        fields: [
+          { name: 'title', type: 'text', required: true },
+          { name: 'body', type: 'editor' },
+          { name: 'amount', type: 'number' },
+          { name: 'kind', type: 'select', values: ['a', 'b'] },
+          { name: 'tags', type: 'select', values: ['x', 'y'], maxSelect: 2 },
+          { name: 'due', type: 'date' },
+          { name: 'meta', type: 'json' },
+          { name: 'count', type: 'number', onlyInt: true },
+          { name: 'secret', type: 'number', hidden: true },
+          { name: 'private', type: 'number', rules: { view: 'id = @request.auth.id' } },
+        ],
+        indexes: [{ search: ['title', 'body'], language: 'english' }],
+      },
+      { name: 'plain', fields: [{ name: 'title', type: 'text' }] },
+    ];
+    type Operation = { parameters: { $ref?: string; name?: string; description?: string }[]; responses: Record<string, { $ref?: string }>; description: string };
+    const operation = (doc: OpenApiDocument, path: string) => (doc.paths as Record<string, { get: Operation }>)[path]!.get;
+    const names = (op: Operation) => op.parameters.map((p) => p.$ref?.split('/').pop() ?? p.name);
+
+    test('a list documents search, @rank and :highlight where the collection has a search index, and no search elsewhere; the document stays valid', async () => {
+      const doc = build(defs);
+      await expectValidOpenApi(doc);
+      const notes = operation(doc, '/api/collections/notes/records');
+      expect(names(notes)).toEqual(['page', 'perPage', 'skipTotal', 'filter', 'search', 'sort', 'fields', 'expand']);
+      const param = (name: string) => notes.parameters.find((p) => p.name === name)!;
+      expect(param('search').description).toMatch(/search index \(`title`, `body`; language `english`\)/);
+      expect(param('sort').description).toMatch(/`-@rank` orders by relevance.*without `search` they are a 400/);
+      expect(param('fields').description).toMatch(/`field:highlight`.*<mark>/);
+      expect(names(operation(doc, '/api/collections/plain/records'))).toEqual(['page', 'perPage', 'skipTotal', 'filter', 'sort', 'fields', 'expand']);
+      expect(names(operation(doc, '/api/collections/notes/aggregate'))).toEqual(['groupBy', 'fields', 'filter', 'search', 'sort', 'page', 'perPage']);
+      expect(names(operation(doc, '/api/collections/plain/aggregate'))).toEqual(['groupBy', 'fields', 'filter', 'sort', 'page', 'perPage']);
+    });
+
+    test('every collection has an aggregate operation: its errors, and an item schema of exactly what a non-superuser may group and aggregate', () => {
+      const doc = build(defs);
+      const aggregate = operation(doc, '/api/collections/notes/aggregate');
+      expect(Object.keys(aggregate.responses)).toEqual(['200', '400', '401', '403', '500', '503']);
+      expect(aggregate.responses['400']).toEqual({ $ref: '#/components/responses/AggregateRejected' });
+      expect(aggregate.description).toMatch(/At most 1000 groups \(limits\.maxAggregateGroups\).*aggregate_too_many_groups/);
+      expect(aggregate.parameters.find((p) => p.name === 'groupBy')!.description).toMatch(/here: `id`, `created`, `updated`, `title`, `body`, `amount`, `kind`, `due`, `count`\./);
+      const item = propertiesOf(doc, 'NotesAggregateGroup');
+      // Hidden and view-ruled fields appear nowhere; multi-valued and json fields cannot be grouped.
+      expect(Object.keys(item).filter((k) => /secret|private|tags|meta/.test(k))).toEqual([]);
+      expect(Object.keys(item)).toEqual(expect.arrayContaining(['title', 'kind', 'due', 'count', 'sum_amount', 'avg_amount', 'min_amount', 'max_due', 'min_title', 'sum_count']));
+      expect(Object.keys(item)).not.toContain('sum_title');
+      // A field named `count` is the group's value or the count.
+      expect(item.count).toMatchObject({ anyOf: [{ type: ['integer', 'null'] }, { type: 'integer', minimum: 0 }] });
+      const schemaOf = compileComponentSchemas(doc);
+      const page = (items: unknown[]) => ({ page: 1, perPage: 30, totalItems: items.length, totalPages: 1, items });
+      expectMatchesSchema(schemaOf, 'NotesAggregate', page([{ kind: 'a', due: null, count: 3, sum_amount: 4.5, avg_amount: null, min_due: '2026-01-02 10:00:00.000Z', max_title: 'z' }, { kind: '' }]));
+      for (const wrong of [{ secret: 1 }, { private: 1 }, { kind: 'c' }, { sum_title: 1 }, { sum_amount: 'x' }, { count: 'x' }, { min_due: 'yesterday' }]) {
+        expect([wrong, schemaOf('NotesAggregateGroup')(wrong)]).toEqual([wrong, false]);
+      }
+      expect(Object.keys(propertiesOf(doc, 'PlainAggregateGroup'))).toEqual(['id', 'created', 'updated', 'title', 'count', 'min_id', 'max_id', 'min_created', 'max_created', 'min_updated', 'max_updated', 'min_title', 'max_title']);
     });
   });
 });

@@ -68,4 +68,25 @@ describe('the TypeScript types', () => {
     expect(types).toContain('  email: string;\n  role?: string;\n}');
     expect(types).toContain('Set by superusers only: sending it otherwise answers 403. */\n  role?: string;');
   });
+
+  test('give each collection an aggregate group and answer type, and a searched collection search in its list options (issue 47)', () => {
+    const { limits, multipartUpdate } = resolveOptions({ collections: [] }, {});
+    const registry = buildSchemaRegistry([
+      { name: 'notes', fields: [{ name: 'title', type: 'text' }, { name: 'amount', type: 'number' }, { name: 'secret', type: 'number', hidden: true }], indexes: [{ search: ['title'] }] },
+      { name: 'plain', fields: [{ name: 'title', type: 'text' }] },
+    ]);
+    const types = renderTypeScriptTypes(registry, { limits, multipartUpdate });
+    const group = types.slice(types.indexOf('export interface NotesAggregateGroup'), types.indexOf('export type NotesAggregate ='));
+    expect(group).toContain('  title?: string;');
+    expect(group).toContain('  count?: number;');
+    expect(group).toContain('  sum_amount?: number | null;');
+    expect(group).toContain('  max_title?: string | null;');
+    expect(group).not.toContain('secret');
+    expect(types).toContain('export type NotesAggregate = ListResult<NotesAggregateGroup>;');
+    expect(types).toContain('export type PlainAggregate = ListResult<PlainAggregateGroup>;');
+    expect(types).toContain('export interface SearchListOptions extends RecordListOptions {');
+    expect(types).toContain('  getList<T = R>(page?: number, perPage?: number, options?: L): Promise<ListResult<T>>;');
+    expect(types).toContain('  collection(idOrName: "notes" | "pbc_2906207370"): TypedRecordService<NotesRecord, NotesCreate, NotesUpdate, SearchListOptions>;'.replace('pbc_2906207370', registry.get('notes')!.id));
+    expect(types).toContain(`  collection(idOrName: "plain" | "${registry.get('plain')!.id}"): TypedRecordService<PlainRecord, PlainCreate, PlainUpdate>;`);
+  });
 });
