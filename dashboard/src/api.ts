@@ -38,6 +38,8 @@ export interface CollectionInfo {
   automaticIndexes: (IndexInfo & { method: 'btree' | 'gin' })[];
   rules: Record<'list' | 'view' | 'create' | 'update' | 'delete', string | null>;
   viewQuery?: string;
+  /** The search index, when one is declared: its GIN index, the searched fields (most important first) and its language. */
+  search?: { index: string; fields: string[]; language: string };
 }
 
 /** A record as the API returns it. */
@@ -80,6 +82,8 @@ export interface ListQuery {
   perPage?: number;
   sort?: string;
   filter?: string;
+  /** Words for the collection's search index (docs/search.md); only where it has one. */
+  search?: string;
   expand?: string;
   fields?: string;
 }

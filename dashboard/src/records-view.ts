@@ -1,7 +1,8 @@
 /**
  * The records of one collection: a table with paging, sort by a column header, the filter box
- * (the filter language; the server's message when it refuses one), a choice of columns, bulk
- * delete by the filter, the editor on a row, and live updates.
+ * (the filter language; the server's message when it refuses one), the search box where the
+ * collection has a search index, a choice of columns, bulk delete by the filter, the editor on a
+ * row, and live updates.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Api, CollectionInfo, FieldInfo, RecordPage } from './api.js';
@@ -49,6 +50,8 @@ export function RecordsView(props: RecordsViewProps) {
   const [sort, setSort] = useState('');
   const [filterText, setFilterText] = useState('');
   const [filter, setFilter] = useState('');
+  const [searchText, setSearchText] = useState('');
+  const [search, setSearch] = useState('');
   const [columnNames, setColumnNames] = useState(() => defaultColumns(collection));
   const [showColumns, setShowColumns] = useState(false);
   const [result, setResult] = useState<RecordPage | undefined>();
@@ -71,7 +74,8 @@ export function RecordsView(props: RecordsViewProps) {
 
   useEffect(() => {
     let current = true;
-    api.list(collection.name, { page, perPage: PER_PAGE, sort, filter, expand }).then(
+    // A search without a column sort lists the most relevant first.
+    api.list(collection.name, { page, perPage: PER_PAGE, sort: sort || (search ? '-@rank' : ''), filter, search, expand }).then(
       (answer) => {
         if (!current) return;
         setResult(answer);
@@ -82,7 +86,7 @@ export function RecordsView(props: RecordsViewProps) {
     return () => {
       current = false;
     };
-  }, [collection.name, page, sort, filter, expand, version]);
+  }, [collection.name, page, sort, filter, search, expand, version]);
 
   useEffect(() => {
     if (collection.type === 'view') return undefined;
@@ -112,6 +116,12 @@ export function RecordsView(props: RecordsViewProps) {
     if (e.key !== 'Enter') return;
     e.preventDefault();
     setFilter(filterText.trim());
+    setPage(1);
+  };
+  const applySearch = (e: KeyboardEvent) => {
+    if (e.key !== 'Enter') return;
+    e.preventDefault();
+    setSearch(searchText.trim());
     setPage(1);
   };
   const toggleColumn = (name: string) => setColumnNames(columnNames.includes(name) ? columnNames.filter((n) => n !== name) : [...columnNames, name]);
@@ -152,7 +162,9 @@ export function RecordsView(props: RecordsViewProps) {
         ${writable ? html`<button type="button" class="primary" onClick=${() => setEditing({})}>New record</button>` : null}
         <button type="button" aria-expanded=${showColumns} onClick=${() => setShowColumns(!showColumns)}>Columns</button>
         <button type="button" onClick=${props.onShowSchema}>Schema</button>
-        ${writable ? html`<button type="button" class="danger" onClick=${askBulkDelete}>Delete matching</button>` : null}
+        ${writable
+          ? html`<button type="button" class="danger" disabled=${search !== ''} title=${search ? 'Deletes by the filter alone: clear the search first.' : undefined} onClick=${askBulkDelete}>Delete matching</button>`
+          : null}
       </div>
     </div>
     <input
@@ -164,6 +176,17 @@ export function RecordsView(props: RecordsViewProps) {
       onInput=${(e: Event) => setFilterText((e.target as HTMLInputElement).value)}
       onKeyDown=${applyFilter}
     />
+    ${collection.search
+      ? html`<input
+          type="search"
+          class="filter"
+          aria-label="Search"
+          placeholder=${`Search ${collection.search.fields.join(', ')}: words, "a phrase", -excluded (Enter applies)`}
+          value=${searchText}
+          onInput=${(e: Event) => setSearchText((e.target as HTMLInputElement).value)}
+          onKeyDown=${applySearch}
+        />`
+      : null}
     ${showColumns
       ? html`<fieldset class="columns">
           <legend>Columns</legend>
@@ -197,7 +220,7 @@ export function RecordsView(props: RecordsViewProps) {
           )}
         </tbody>
       </table>
-      ${result && result.items.length === 0 ? html`<p class="empty">No records${filter ? ' match the filter' : ''}.</p>` : null}
+      ${result && result.items.length === 0 ? html`<p class="empty">No records${filter || search ? ` match the ${filter && search ? 'filter and search' : filter ? 'filter' : 'search'}` : ''}.</p>` : null}
     </div>
     <div class="pager">
       <button type="button" disabled=${page <= 1} onClick=${() => setPage(page - 1)}>Previous page</button>

@@ -38,6 +38,7 @@ function describeIndex(index: IndexInfo & { method?: string; automatic: boolean 
 export function SchemaView(props: { collection: CollectionInfo; onBack: () => void }) {
   const { collection } = props;
   const indexes = [...collection.automaticIndexes.map((i) => ({ ...i, automatic: true })), ...collection.indexes.map((i) => ({ ...i, automatic: false }))];
+  const search = collection.search;
   return html`<section class="schema" aria-labelledby="schema-title">
     <div class="toolbar">
       <h2 id="schema-title">${collection.name}: schema</h2>
@@ -58,10 +59,11 @@ export function SchemaView(props: { collection: CollectionInfo; onBack: () => vo
       </table>
     </div>
     <h3>Indexes</h3>
-    ${indexes.length === 0
+    ${indexes.length === 0 && !search
       ? html`<p>None.</p>`
       : html`<ul aria-label=${`${collection.name} indexes`}>
           ${indexes.map((index) => html`<li key=${index.name}><code>${index.name}</code>: ${describeIndex(index)}</li>`)}
+          ${search ? html`<li key=${search.index}><code>${search.index}</code>: search (${search.fields.join(', ')}), ${search.language}</li>` : null}
         </ul>`}
     <h3>Rules</h3>
     <dl class="rules">

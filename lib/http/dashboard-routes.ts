@@ -91,6 +91,8 @@ function describeCollection(collection: CollectionSchema): Record<string, unknow
     fields: collection.fields.map(describeField),
     indexes: collection.indexes.map((index) => ({ name: index.name, unique: index.unique, columns: index.columns })),
     automaticIndexes: collection.type === 'view' ? [] : automaticIndexes(collection),
+    // The records view offers its search box where a search index exists (docs/search.md).
+    ...(collection.search === undefined ? {} : { search: { index: collection.search.index, fields: collection.search.columns.map((c) => collection.fields.find((f) => f.column === c)?.name ?? c), language: collection.search.language } }),
     rules: collection.rules,
     ...(collection.viewQuery === undefined ? {} : { viewQuery: collection.viewQuery }),
   };

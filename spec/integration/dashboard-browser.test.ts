@@ -48,6 +48,8 @@ function dashboardCollections(): CollectionDefinition[] {
         { name: 'stamp', type: 'autodate', onCreate: true },
       ],
       rules: OPEN_RULES,
+      // Its records view has a search box (issue 47); the other collections have none.
+      indexes: [{ search: ['title', 'body'], language: 'english' }],
     },
     {
       name: 'items',
@@ -605,6 +607,33 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       });
     });
 
+    test('a collection with a search index has a search box that finds a record by a word of its body through ?search= (most relevant first); others have none', async () => {
+      await createRecord('posts', { title: 'searched-one', body: 'The runners kept running along the river' });
+      await createRecord('posts', { title: 'searched-two', body: 'A run, and a river, and a run again' });
+      await openCollection(root, 'items');
+      expect(await root.getByRole('searchbox', { name: 'Search' }).count()).toBe(0);
+      await openCollection(root, 'posts');
+      const box = root.getByRole('searchbox', { name: 'Search' });
+      expect(await box.getAttribute('placeholder')).toMatch(/^Search title, body: /);
+      // English stemming: "runs" finds "running" and "run", which the filter's ~ (a substring) would not.
+      const listed = root.waitForRequest((request) => new URL(request.url()).pathname.endsWith('/api/collections/posts/records') && new URL(request.url()).searchParams.get('search') === 'runs');
+      await box.fill('runs');
+      await box.press('Enter');
+      const request = await listed;
+      expect(new URL(request.url()).searchParams.get('sort')).toBe('-@rank');
+      const known = ['searched-one', 'searched-two'];
+      await eventually(async () => expect(await titlesShown(root, known)).toEqual(['searched-two', 'searched-one']));
+      expect(await root.getByRole('button', { name: 'Delete matching' }).isDisabled()).toBe(true);
+      await box.fill('river -runners');
+      await box.press('Enter');
+      await eventually(async () => expect(await titlesShown(root, known)).toEqual(['searched-two']));
+      await box.fill('');
+      await box.press('Enter');
+      const total = await countPosts();
+      await eventually(async () => expect(await root.getByText(/^Page \d+ of \d+ · /).innerText()).toMatch(new RegExp(` · ${total} records$`)));
+      expect(await root.getByRole('button', { name: 'Delete matching' }).isDisabled()).toBe(false);
+    });
+
     test('a field with rules of its own is shown and edited as any other, and the schema lists its rules', async () => {
       await openCollection(root, 'users');
       const ann = recordsTable(root, 'users').getByRole('row').filter({ hasText: 'Ann' }).first();
@@ -634,7 +663,12 @@ describe.each(testEngines())('the dashboard on %s', (engine) => {
       const list = root.getByRole('list', { name: 'posts indexes' });
       await list.waitFor();
       const shown = await list.getByRole('listitem').allInnerTexts();
-      expect(shown).toEqual(['idx_posts_created: (created, id), automatic', 'idx_posts_tags_gin: gin (tags), automatic', 'idx_posts_author: (author), automatic']);
+      expect(shown).toEqual([
+        'idx_posts_created: (created, id), automatic',
+        'idx_posts_tags_gin: gin (tags), automatic',
+        'idx_posts_author: (author), automatic',
+        expect.stringMatching(/^_rb_search_posts_[0-9a-f]{8}: search \(title, body\), english$/),
+      ]);
       const rows: { indexname: string }[] = await app.database.db.select('indexname').from('pg_indexes').whereRaw('schemaname = current_schema()').where({ tablename: 'posts' });
       const made = rows.map((r) => r.indexname).filter((name) => !name.endsWith('_pkey'));
       expect(shown.map((text) => text.split(':')[0]).sort()).toEqual(made.sort());
