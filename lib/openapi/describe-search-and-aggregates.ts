@@ -103,9 +103,9 @@ function propertiesOf(record: JsonSchema): Record<string, JsonSchema> {
 
 /**
  * A collection's aggregate schemas, from its record schema: `<Type>AggregateGroup` (one item:
- * each groupable field with its record schema and each aggregate the collection allows, all
- * optional since the request's groupBy and fields decide which are present, and nothing else)
- * and `<Type>Aggregate` (the list shape of groups).
+ * each groupable field with its record schema and each aggregate a non-superuser may ask for,
+ * all optional since the request's groupBy and fields decide which are present; other keys are
+ * single values, for superusers) and `<Type>Aggregate` (the list shape of groups).
  */
 export function describeAggregateSchemas(collection: CollectionSchema, record: JsonSchema): [string, JsonSchema][] {
   const model = describeAggregateModel(collection, propertiesOf(record));
@@ -115,9 +115,10 @@ export function describeAggregateSchemas(collection: CollectionSchema, record: J
       group,
       {
         type: 'object',
-        description: `One group of ${collection.name} records: the values of its groupBy fields, then each aggregate asked for in fields (count, sum_<field>, avg_<field>, min_<field>, max_<field>). Only those are present.`,
+        description: `One group of ${collection.name} records: the values of its groupBy fields, then each aggregate asked for in fields (count, sum_<field>, avg_<field>, min_<field>, max_<field>). Only those are present. Other keys only in a superuser's answer: hidden fields and fields with a view rule, grouped or aggregated.`,
         properties: Object.fromEntries(model.properties),
-        additionalProperties: false,
+        // A superuser may group and aggregate what the properties leave out (a value, never an array or object).
+        additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
       },
     ],
     [
