@@ -138,7 +138,7 @@ describe('the recordbase executable and the demo', () => {
     expect(second.stdout).toBe(first.stdout);
     const document = JSON.parse(first.stdout);
     expect(document.servers).toEqual([{ url: 'https://example.com/backend' }]);
-    expect(Object.keys(document.paths)).toEqual(['/api/collections/notes/records', '/api/collections/notes/records/{id}', '/api/files/token']);
+    expect(Object.keys(document.paths)).toEqual(['/api/collections/notes/records', '/api/collections/notes/records/{id}', '/api/collections/notes/aggregate', '/api/files/token']);
     await expectValidOpenApi(document);
     const types = await run(process.execPath, [cli, 'types'], { cwd: dir });
     expect((await run(process.execPath, [cli, 'types'], { cwd: dir })).stdout).toBe(types.stdout);
