@@ -1,7 +1,7 @@
 import { BadRequestError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
 import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
-import { compileFilter } from '../query/compile-filter.js';
+import { compileFilter, type FilterMode } from '../query/compile-filter.js';
 import { isBlankFilter, parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
@@ -75,32 +75,42 @@ const staticFilters = new LruCachePerOwner<string, SqlFragment>(200);
  * `compile()`, or its earlier result for the same collection, mode and text when the filter
  * cannot depend on the request (isStaticFilter). Anything else compiles every time.
  */
-function compileStaticOnce(collection: CollectionSchema, mode: string, text: string, compile: () => SqlFragment): SqlFragment {
+function compileStaticOnce(collection: CollectionSchema, mode: FilterMode, text: string, compile: () => SqlFragment): SqlFragment {
   const key = `${mode}\n${text}`;
   const hit = staticFilters.get(collection, key);
   if (hit) return hit;
   const compiled = compile();
-  if (isStaticFilter(parseFilterCached(text), collection)) staticFilters.set(collection, key, compiled);
+  if (isStaticFilter(parseFilterCached(text), collection, mode)) staticFilters.set(collection, key, compiled);
   return compiled;
 }
 
 /**
- * Whether a filter or rule on `collection` compiles to the same SQL for every request and at
- * every moment, so that its compiled form may be reused: every name in it is a field of the
- * collection itself. Anything else may read the caller or the clock: `@request.*`, a macro such
- * as `@now`, `@collection.*`, a relation hop or back-relation (`author.name`, or
- * `comments_via_post` even without a dot), which carries its target's view rule for this
- * request, and a function call (`strftime('%Y')` reads the clock). Decided on the parsed filter
- * and the schema, never on the text.
+ * Whether a filter or rule on `collection`, compiled in `mode`, compiles to the same SQL for every
+ * request and at every moment, so that its compiled form may be reused. Never static: `@request.*`
+ * (the caller), a macro such as `@now` (the clock), `@collection.*`, and a function call
+ * (`strftime('%Y')` reads the clock). Besides literals:
+ * - in `rule` and `superuser` mode, which apply no view rules, any field or relation path;
+ * - in `user` mode, a field of the collection itself: not a relation hop or back-relation
+ *   (`author.name`, or `comments_via_post` even without a dot), which carries its target's view
+ *   rule for this request, nor a field with a view rule of its own unless that rule is itself
+ *   static in rule mode (the filter reads the field through it: `author.name != ''` reads no
+ *   caller, `id = @request.auth.id` does).
+ * Decided on the parsed filter and the schema, never on the text.
  */
-export function isStaticFilter(node: FilterNode, collection: CollectionSchema): boolean {
-  if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection));
+export function isStaticFilter(node: FilterNode, collection: CollectionSchema, mode: FilterMode): boolean {
+  if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection, mode));
   return [node.left, node.right].every((operand) => {
     if (operand.type === 'literal') return true;
-    if (operand.type !== 'identifier' || operand.segments.length !== 1) return false;
-    const field = collection.field(operand.name);
-    return field !== undefined && field.rules?.view === undefined;
+    if (operand.type !== 'identifier' || operand.segments[0]!.startsWith('@')) return false;
+    if (mode !== 'user') return true;
+    const field = operand.segments.length === 1 ? collection.field(operand.name) : undefined;
+    return field !== undefined && isStaticViewRule(collection, field.rules?.view);
   });
+}
+
+/** Whether a field's view rule reads nothing of the request or the clock (no rule: nothing at all). */
+export function isStaticViewRule(collection: CollectionSchema, rule: string | null | undefined): boolean {
+  return rule === undefined || rule === null || isStaticFilter(parseFilterCached(rule), collection, 'rule');
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */

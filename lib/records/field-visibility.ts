@@ -56,7 +56,7 @@ export function compileFieldViews(options: FieldViewOptions): readonly FieldView
     const cached = staticViews.get(collection, rule);
     if (cached) return cached;
     const compiled = compileFilter(rule, { registry, collection, alias: RECORD_ALIAS, request: caller.request, mode: 'rule', deferMacros: options.deferMacros });
-    if (isStaticFilter(parseFilterCached(rule), collection)) staticViews.set(collection, rule, compiled);
+    if (isStaticFilter(parseFilterCached(rule), collection, 'rule')) staticViews.set(collection, rule, compiled);
     return compiled;
   });
 }

@@ -3,6 +3,7 @@ import type { SqlFragment } from '../sql-fragment.js';
 import { compileSort } from '../query/compile-sort.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import { isStaticViewRule } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
 
 /**
@@ -14,12 +15,12 @@ const plainSorts = new LruCachePerOwner<string, SqlFragment>(100);
 /**
  * Whether a sort compiles the same for every request of a mode: no relation path (no `.`: nothing
  * that would carry a target's view rule for this request) and no field with a view rule of its
- * own (a non-superuser's sort reads it through that rule, for this request).
+ * own that reads the request or the clock (a non-superuser's sort reads it through that rule).
  */
 function isPlainSort(sort: string, collection: CollectionSchema): boolean {
   // `@rank` binds the request's search text.
   if (sort.includes('.') || sort.includes('@rank')) return false;
-  return sort.split(',').every((item) => collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view === undefined);
+  return sort.split(',').every((item) => isStaticViewRule(collection, collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view));
 }
 
 /**

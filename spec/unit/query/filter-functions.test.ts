@@ -207,9 +207,9 @@ describe('functions and the rules around them', () => {
   });
 
   test('a filter with a call is never reused as static (it reads the clock)', () => {
-    expect(isStaticFilter(parseFilter("strftime('%Y') = '2024'"), posts)).toBe(false);
-    expect(isStaticFilter(parseFilter('geoDistance(views, views, 1, 2) < 1'), posts)).toBe(false);
-    expect(isStaticFilter(parseFilter("title = 'x'"), posts)).toBe(true);
+    expect(isStaticFilter(parseFilter("strftime('%Y') = '2024'"), posts, 'user')).toBe(false);
+    expect(isStaticFilter(parseFilter('geoDistance(views, views, 1, 2) < 1'), posts, 'rule')).toBe(false);
+    expect(isStaticFilter(parseFilter("title = 'x'"), posts, 'user')).toBe(true);
   });
 
   test('a hidden field is unknown inside a call as everywhere', () => {

@@ -40,18 +40,21 @@ describe('compileRule decides with a value', () => {
 
 describe('isStaticFilter: the one reuse decision, on the parsed filter', () => {
   test.each([
-    ["name = 'x' && age > 3", true],
-    ["name:lower = 'x' || friends:length > 1", true],
-    ["friends ?= 'alice0000000001'", true],
-    ['name = @request.auth.name', false],
-    ['age > @second', false],
-    ["best.name = 'x'", false],
-    // one segment, but no field: a back-relation, which carries its target's view rule
-    ['bookmarks_via_user:length > 0', false],
-    ["@collection.posts.title = 'x'", false],
-    ["nosuchfield = 'x'", false],
-  ])('%s -> %s', (filter, reusable) => {
-    expect(isStaticFilter(parseFilter(filter), users)).toBe(reusable);
+    ["name = 'x' && age > 3", true, true],
+    ["name:lower = 'x' || friends:length > 1", true, true],
+    ["friends ?= 'alice0000000001'", true, true],
+    ['name = @request.auth.name', false, false],
+    ['age > @second', false, false],
+    // a relation hop carries its target's view rule for a client's filter, none in a rule
+    ["best.name = 'x'", false, true],
+    // one segment, but no field: a back-relation, likewise
+    ['bookmarks_via_user:length > 0', false, true],
+    ["@collection.posts.title = 'x'", false, false],
+    ["nosuchfield = 'x'", false, true],
+  ])('%s -> user %s, rule %s', (filter, user, rule) => {
+    expect(isStaticFilter(parseFilter(filter), users, 'user')).toBe(user);
+    expect(isStaticFilter(parseFilter(filter), users, 'rule')).toBe(rule);
+    expect(isStaticFilter(parseFilter(filter), users, 'superuser')).toBe(rule);
   });
 });
 
