@@ -9,7 +9,7 @@
  * baseline of the embedded scenarios).
  *
  * BENCH_RATE_LIMITS=1 turns on a rate limit that never trips (every request pays its check).
- * BENCH_FIELD_RULES=1 gives posts two field view rules and users one (withFieldRules, bench-data.ts).
+ * BENCH_FIELD_RULES=1 (or `relation`) gives posts two field view rules and users one (withFieldRules, bench-data.ts).
  *
  * IPC: it sends `{ type: 'ready', port }` once listening. The runner may send
  * `{ type: 'capture' }` (start recording every SQL statement; answers `{ type: 'capturing' }`) and `{ type: 'captured' }`
@@ -62,7 +62,7 @@ database.on('query', (query: { sql: string; bindings?: unknown[] }) => {
 });
 
 const records = createRecordsRouter({
-  collections: process.env.BENCH_FIELD_RULES === '1' ? withFieldRules(benchCollectionsOfRun()) : benchCollectionsOfRun(),
+  collections: process.env.BENCH_FIELD_RULES ? withFieldRules(benchCollectionsOfRun(), process.env.BENCH_FIELD_RULES) : benchCollectionsOfRun(),
   database,
   dataDir,
   storage: diskStorage({ root: path.join(dataDir, 'storage') }),
