@@ -1,10 +1,11 @@
 import { BadRequestError, SchemaError } from '../errors.js';
 import { RECORD_ALIAS } from '../db/record-store.js';
-import { listOperandNames, type FilterNode } from '../query/filter-ast.js';
+import { listOperandNames, type FilterNode, type IdentifierOperand } from '../query/filter-ast.js';
 import { compileFilter, type FilterMode } from '../query/compile-filter.js';
 import { isBlankFilter, parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { RequestInfo } from '../query/request-info.js';
+import { readRequestValue } from '../query/request-values.js';
 import { joinSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, FieldSchema, ResolvedRules, SchemaRegistry } from '../schema/collection-schema.js';
 import { FIELD_RULE_ACTIONS } from '../schema/field-type-spec.js';
@@ -48,7 +49,7 @@ export function compileRule(options: RuleOptions): RuleDecision {
   // Only "" lets anyone: whitespace or a comment alone is refused by checkCollectionRules, and would be a 400 here.
   if (rule === '') return [];
   return [
-    compileStaticOnce(collection, 'rule', rule, () => {
+    compileReusable(collection, 'rule', rule, caller.request, () => {
       const request: RequestInfo = options.body === undefined ? caller.request : { ...caller.request, body: options.body };
       return compileFilter(rule, {
         registry: options.registry,
@@ -65,52 +66,74 @@ export function compileRule(options: RuleOptions): RuleDecision {
 }
 
 /**
- * Compiled filters and rules that read nothing of the request or the clock, per collection (the
- * same text compiles to the same SQL); at most 200 per collection (the cache only saves work; a
- * miss compiles).
+ * Compiled filters and rules per collection, by mode, text and the request values they read
+ * (reuseKey); at most 200 per collection (the cache only saves work; a miss compiles).
  */
-const staticFilters = new LruCachePerOwner<string, SqlFragment>(200);
+const compiledFilters = new LruCachePerOwner<string, SqlFragment>(200);
 
 /**
- * `compile()`, or its earlier result for the same collection, mode and text when the filter
- * cannot depend on the request (isStaticFilter). Anything else compiles every time.
+ * `compile()`, or its earlier result for the same collection, mode, text and request values read
+ * (reuseKey). A filter that may not be reused (reuseKey undefined) compiles every time.
  */
-function compileStaticOnce(collection: CollectionSchema, mode: FilterMode, text: string, compile: () => SqlFragment): SqlFragment {
-  const key = `${mode}\n${text}`;
-  const hit = staticFilters.get(collection, key);
+function compileReusable(collection: CollectionSchema, mode: FilterMode, text: string, request: RequestInfo, compile: () => SqlFragment): SqlFragment {
+  const reads = reuseKey(parseFilterCached(text), collection, mode, request);
+  if (reads === undefined) return compile();
+  const key = `${mode}\n${text}\n${reads}`;
+  const hit = compiledFilters.get(collection, key);
   if (hit) return hit;
   const compiled = compile();
-  if (isStaticFilter(parseFilterCached(text), collection, mode)) staticFilters.set(collection, key, compiled);
+  compiledFilters.set(collection, key, compiled);
   return compiled;
 }
 
 /**
- * Whether a filter or rule on `collection`, compiled in `mode`, compiles to the same SQL for every
- * request and at every moment, so that its compiled form may be reused. Never static: `@request.*`
- * (the caller), a macro such as `@now` (the clock), `@collection.*`, and a function call
- * (`strftime('%Y')` reads the clock). Besides literals:
+ * The key under which a filter or rule on `collection`, compiled in `mode` for `request`, may be
+ * reused: the values of the `@request.*` it reads (`""` when it reads none), since the same text
+ * and the same values compile to the same SQL. Undefined when it may not be reused at all: it
+ * reads `@request.body` (a write's own), a macro such as `@now` (the clock), `@collection.*`, or
+ * calls a function (`strftime('%Y')` reads the clock). Besides literals and `@request.*`:
  * - in `rule` and `superuser` mode, which apply no view rules, any field or relation path;
  * - in `user` mode, a field of the collection itself: not a relation hop or back-relation
  *   (`author.name`, or `comments_via_post` even without a dot), which carries its target's view
- *   rule for this request, nor a field with a view rule of its own unless that rule is itself
- *   static in rule mode (the filter reads the field through it: `author.name != ''` reads no
- *   caller, `id = @request.auth.id` does).
+ *   rule, and a field with a view rule of its own only where that rule may be reused in rule mode
+ *   (the filter reads the field through it; the values that rule reads join the key).
  * Decided on the parsed filter and the schema, never on the text.
  */
-export function isStaticFilter(node: FilterNode, collection: CollectionSchema, mode: FilterMode): boolean {
-  if (node.type !== 'comparison') return node.items.every((item) => isStaticFilter(item, collection, mode));
-  return [node.left, node.right].every((operand) => {
-    if (operand.type === 'literal') return true;
-    if (operand.type !== 'identifier' || operand.segments[0]!.startsWith('@')) return false;
-    if (mode !== 'user') return true;
-    const field = operand.segments.length === 1 ? collection.field(operand.name) : undefined;
-    return field !== undefined && isStaticViewRule(collection, field.rules?.view);
-  });
+export function reuseKey(node: FilterNode, collection: CollectionSchema, mode: FilterMode, request: RequestInfo): string | undefined {
+  const reads: IdentifierOperand[] = [];
+  if (!collectReads(node, collection, mode, reads)) return undefined;
+  if (reads.length === 0) return '';
+  try {
+    return JSON.stringify(
+      reads.map((operand) => {
+        const read = readRequestValue(request, operand, collection);
+        return [read.present, read.guestAuth, read.value instanceof Date ? 'date' : typeof read.value, read.value];
+      }),
+    );
+  } catch {
+    return undefined; // an identifier that names nothing: the compile reports it
+  }
 }
 
-/** Whether a field's view rule reads nothing of the request or the clock (no rule: nothing at all). */
-export function isStaticViewRule(collection: CollectionSchema, rule: string | null | undefined): boolean {
-  return rule === undefined || rule === null || isStaticFilter(parseFilterCached(rule), collection, 'rule');
+/** Adds the `@request.*` operands a filter reads to `reads`; false when it may not be reused (reuseKey). */
+function collectReads(node: FilterNode, collection: CollectionSchema, mode: FilterMode, reads: IdentifierOperand[]): boolean {
+  if (node.type !== 'comparison') return node.items.every((item) => collectReads(item, collection, mode, reads));
+  return [node.left, node.right].every((operand) => {
+    if (operand.type === 'literal') return true;
+    if (operand.type !== 'identifier') return false;
+    const head = operand.segments[0]!;
+    if (head === '@request') {
+      if (operand.segments[1] === 'body') return false;
+      reads.push(operand);
+      return true;
+    }
+    if (head.startsWith('@')) return false;
+    if (mode !== 'user') return true;
+    const field = operand.segments.length === 1 ? collection.field(operand.name) : undefined;
+    if (field === undefined) return false;
+    const rule = field.rules?.view;
+    return typeof rule !== 'string' || collectReads(parseFilterCached(rule), collection, 'rule', reads);
+  });
 }
 
 /** A client's `filter` parameter as SQL conditions (none when absent or blank). */
@@ -119,7 +142,7 @@ export function compileUserFilter(options: { registry: SchemaRegistry; collectio
   if (filter === undefined || filter === '') return [];
   const mode = isSuperuser(caller) ? 'superuser' : 'user';
   return [
-    compileStaticOnce(options.collection, mode, filter, () =>
+    compileReusable(options.collection, mode, filter, caller.request, () =>
       compileFilter(filter, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, request: caller.request, mode, now: new Date() }),
     ),
   ];

@@ -6,7 +6,7 @@ import { LruCachePerOwner } from '../query/lru-cache.js';
 import { joinSql, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileObjectShape } from '../schema/object-shape.js';
-import { isStaticFilter } from './access-rules.js';
+import { reuseKey } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
 
 /*
@@ -40,8 +40,8 @@ export interface FieldViewOptions {
   deferMacros?: boolean;
 }
 
-/** Compiled view rules that read nothing of the request, per collection and rule text (the cache only saves work). */
-const staticViews = new LruCachePerOwner<string, SqlFragment>(100);
+/** Compiled view rules per collection, by rule text and the request values it reads (reuseKey; the cache only saves work). */
+const compiledViews = new LruCachePerOwner<string, SqlFragment>(100);
 
 /**
  * Per field of guardedViewFields (same order), its view rule for the caller, compiled in rule
@@ -53,10 +53,12 @@ export function compileFieldViews(options: FieldViewOptions): readonly FieldView
   return guardedViewFields(collection).map((field): FieldView => {
     const rule = field.rules!.view!;
     if (rule === null) return 'denied';
-    const cached = staticViews.get(collection, rule);
+    const reads = reuseKey(parseFilterCached(rule), collection, 'rule', caller.request);
+    const key = `${rule}\n${reads}`;
+    const cached = reads === undefined ? undefined : compiledViews.get(collection, key);
     if (cached) return cached;
     const compiled = compileFilter(rule, { registry, collection, alias: RECORD_ALIAS, request: caller.request, mode: 'rule', deferMacros: options.deferMacros });
-    if (isStaticFilter(parseFilterCached(rule), collection, 'rule')) staticViews.set(collection, rule, compiled);
+    if (reads !== undefined) compiledViews.set(collection, key, compiled);
     return compiled;
   });
 }

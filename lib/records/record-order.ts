@@ -3,38 +3,49 @@ import type { SqlFragment } from '../sql-fragment.js';
 import { compileSort } from '../query/compile-sort.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
-import { isStaticViewRule } from './access-rules.js';
+import { parseFilterCached } from '../query/filter-parser.js';
+import { reuseKey } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
 
 /**
- * Compiled sorts over the collection's own fields, per collection (they read nothing of the
- * request); at most 100 per collection (the cache only saves work; a miss compiles).
+ * Compiled sorts over the collection's own fields, per collection, by mode, text and the request
+ * values their fields' view rules read (sortReuseKey); at most 100 per collection (the cache only
+ * saves work; a miss compiles).
  */
-const plainSorts = new LruCachePerOwner<string, SqlFragment>(100);
+const compiledSorts = new LruCachePerOwner<string, SqlFragment>(100);
 
 /**
- * Whether a sort compiles the same for every request of a mode: no relation path (no `.`: nothing
- * that would carry a target's view rule for this request) and no field with a view rule of its
- * own that reads the request or the clock (a non-superuser's sort reads it through that rule).
+ * The key under which a sort may be reused, or undefined when it may not: a relation path (a `.`:
+ * it carries a target's view rule), `@rank` (it binds the request's search text), or a field
+ * whose view rule may not be reused (reuseKey). Otherwise the request values those view rules
+ * read (a non-superuser's sort reads the fields through them), `""` when none.
  */
-function isPlainSort(sort: string, collection: CollectionSchema): boolean {
-  // `@rank` binds the request's search text.
-  if (sort.includes('.') || sort.includes('@rank')) return false;
-  return sort.split(',').every((item) => isStaticViewRule(collection, collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view));
+function sortReuseKey(sort: string, collection: CollectionSchema, caller: Caller): string | undefined {
+  if (sort.includes('.') || sort.includes('@rank')) return undefined;
+  if (isSuperuser(caller)) return '';
+  const keys: string[] = [];
+  for (const item of sort.split(',')) {
+    const rule = collection.field(item.trim().replace(/^[-+]/, '').trim())?.rules?.view;
+    if (typeof rule !== 'string') continue;
+    const key = reuseKey(parseFilterCached(rule), collection, 'rule', caller.request);
+    if (key === undefined) return undefined;
+    keys.push(key);
+  }
+  return keys.join('\n');
 }
 
 /**
- * The ORDER BY of a list: the client's `sort` (default `created`), `id` as the last tie-breaker.
- * A plain sort (isPlainSort) is compiled once per collection and mode.
+ * The ORDER BY of a list: the client's `sort` (default `created`), `id` as the last tie-breaker,
+ * compiled once per collection, mode and sortReuseKey where it may be reused.
  */
 export function compileRecordOrder(options: { registry: SchemaRegistry; collection: CollectionSchema; sort: string | undefined; caller: Caller; rank?: SqlFragment }): SqlFragment {
   const mode = isSuperuser(options.caller) ? 'superuser' : 'user';
   const sort = options.sort ?? '';
-  const plain = isPlainSort(sort, options.collection);
-  const key = `${mode}\n${sort}`;
-  const hit = plain ? plainSorts.get(options.collection, key) : undefined;
+  const reads = sortReuseKey(sort, options.collection, options.caller);
+  const key = `${mode}\n${sort}\n${reads}`;
+  const hit = reads === undefined ? undefined : compiledSorts.get(options.collection, key);
   if (hit) return hit;
   const compiled = compileSort(options.sort, { registry: options.registry, collection: options.collection, alias: RECORD_ALIAS, mode, request: options.caller.request, rank: options.rank });
-  if (plain) plainSorts.set(options.collection, key, compiled);
+  if (reads !== undefined) compiledSorts.set(options.collection, key, compiled);
   return compiled;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { compileRule, isStaticFilter, type RuleDecision } from '../../../lib/records/access-rules.js';
+import { compileRule, reuseKey, type RuleDecision } from '../../../lib/records/access-rules.js';
 import type { Caller } from '../../../lib/records/caller.js';
 import { compileSubscriptionConditions } from '../../../lib/realtime/subscription-conditions.js';
 import { parseFilter } from '../../../lib/query/filter-parser.js';
@@ -38,23 +38,37 @@ describe('compileRule decides with a value', () => {
   });
 });
 
-describe('isStaticFilter: the one reuse decision, on the parsed filter', () => {
-  test.each([
-    ["name = 'x' && age > 3", true, true],
-    ["name:lower = 'x' || friends:length > 1", true, true],
-    ["friends ?= 'alice0000000001'", true, true],
-    ['name = @request.auth.name', false, false],
-    ['age > @second', false, false],
+/** How a filter may be reused: the same for every request, per the request values it reads, or never. */
+type Reuse = 'always' | 'per request values' | 'never';
+
+function reuseOf(filter: string, mode: 'user' | 'rule' | 'superuser'): Reuse {
+  const keys = [guest, alice, as({ id: 'bob000000000001' })].map((caller) => reuseKey(parseFilter(filter), users, mode, caller.request));
+  if (keys.every((key) => key === undefined)) return 'never';
+  if (keys.every((key) => key === '')) return 'always';
+  // Another caller's values make another key; the same caller's, the same key.
+  expect(new Set(keys).size).toBe(3);
+  expect(reuseKey(parseFilter(filter), users, mode, alice.request)).toBe(keys[1]);
+  return 'per request values';
+}
+
+describe('reuseKey: the one reuse decision, on the parsed filter', () => {
+  test.each<[string, Reuse, Reuse]>([
+    ["name = 'x' && age > 3", 'always', 'always'],
+    ["name:lower = 'x' || friends:length > 1", 'always', 'always'],
+    ["friends ?= 'alice0000000001'", 'always', 'always'],
+    ['name = @request.auth.id', 'per request values', 'per request values'],
+    ['age > @second', 'never', 'never'],
     // a relation hop carries its target's view rule for a client's filter, none in a rule
-    ["best.name = 'x'", false, true],
+    ["best.name = 'x'", 'never', 'always'],
     // one segment, but no field: a back-relation, likewise
-    ['bookmarks_via_user:length > 0', false, true],
-    ["@collection.posts.title = 'x'", false, false],
-    ["nosuchfield = 'x'", false, true],
+    ['bookmarks_via_user:length > 0', 'never', 'always'],
+    ["@collection.posts.title = 'x'", 'never', 'never'],
+    ["@request.body.name = 'x'", 'never', 'never'],
+    ["nosuchfield = 'x'", 'never', 'always'],
   ])('%s -> user %s, rule %s', (filter, user, rule) => {
-    expect(isStaticFilter(parseFilter(filter), users, 'user')).toBe(user);
-    expect(isStaticFilter(parseFilter(filter), users, 'rule')).toBe(rule);
-    expect(isStaticFilter(parseFilter(filter), users, 'superuser')).toBe(rule);
+    expect(reuseOf(filter, 'user')).toBe(user);
+    expect(reuseOf(filter, 'rule')).toBe(rule);
+    expect(reuseOf(filter, 'superuser')).toBe(rule);
   });
 });
 
