@@ -221,9 +221,9 @@ describe.each(testEngines())('search (%s)', (engine) => {
     const logger = createMemoryLogger();
     const newer = await startSiblingRouter(app, { collections: [posts({ search: ['title'], language: 'simple' }), plain], logger });
     try {
-      const columns = await app.database.db.raw(`SELECT column_name FROM information_schema.columns WHERE table_name = 'posts' AND column_name LIKE '\\_rb\\_search$%' ORDER BY 1`);
+      const columns = await app.database.db.raw(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'posts' AND column_name LIKE '\\_rb\\_search$%' ORDER BY 1`);
       expect(columns.rows).toHaveLength(2);
-      const indexes = await app.database.db.raw(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'posts' AND indexname LIKE '\\_rb\\_search\\_%'`);
+      const indexes = await app.database.db.raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'posts' AND indexname LIKE '\\_rb\\_search\\_%'`);
       expect(indexes.rows).toHaveLength(2);
       for (const row of indexes.rows as { indexdef: string }[]) expect(row.indexdef).toMatch(/USING gin/);
       // simple: no stemming, so "car" does not find "cars" in the newer release; the older still stems.
