@@ -1,7 +1,6 @@
-import pg from 'pg';
-import { contextOfConnection } from '../../lib/db/statements/statement-bounds.js';
 import type { CollectionDefinition } from '../../lib/index.js';
 import { OPEN_RULES } from '../support/open-rules.js';
+import { recordSentStatements } from '../support/sent-statements.js';
 import { startTestApp, TEST_IDENTITIES, type TestApp } from '../support/test-app.js';
 import { testEngines } from '../support/test-database.js';
 
@@ -39,20 +38,8 @@ const collections = (): CollectionDefinition[] => [
   },
 ];
 
-/** The statements requests send (on connections bound to a request's context), as the driver sees them: spec/integration/statement-counts.test.ts's way. */
-const sent: string[] = [];
-const originalQuery = pg.Client.prototype.query;
-beforeAll(() => {
-  pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
-    const text = typeof config === 'string' ? config : (config.text ?? '');
-    if (contextOfConnection(this) !== undefined && !/^set search_path to /i.test(text)) sent.push(text);
-    return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof pg.Client.prototype.query;
-});
-afterAll(() => {
-  pg.Client.prototype.query = originalQuery;
-});
+/** The statements requests send, as the driver sees them (spec/support/sent-statements.ts). */
+const sent = recordSentStatements();
 
 describe.each(testEngines())('field view rules in answers on %s', (engine) => {
   let app: TestApp;
