@@ -12,6 +12,7 @@ import { DEFAULT_RECORD_ID_FORMAT, describeNewRecordId, describeStoredRecordId, 
 import { describeFieldSchemas, RECORD_DATE_PATTERN, type FieldSchemas, type JsonSchema } from './describe-field-schemas.js';
 import { describeAggregatePath, describeAggregateSchemas, describeListSearchParameters } from './describe-search-and-aggregates.js';
 import { ERROR_RESPONSES, responses } from './error-responses.js';
+import { listShapeSchema } from './list-shape.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
 /** An OpenAPI document as plain JSON data. */
@@ -186,20 +187,7 @@ function buildComponentSchemas(registry: SchemaRegistry, options: { multipartUpd
     const name = collection.name;
     const record = buildRecordSchema(registry, collection, fields);
     schemas.push([toTypeName(name, 'record'), record]);
-    schemas.push([
-      toTypeName(name, 'list'),
-      {
-        type: 'object',
-        required: ['page', 'perPage', 'totalItems', 'totalPages', 'items'],
-        properties: {
-          page: { type: 'integer' },
-          perPage: { type: 'integer', description: 'The page size used (perPage capped at maxPerPage).' },
-          totalItems: { type: 'integer', description: '-1 with skipTotal.' },
-          totalPages: { type: 'integer', description: '-1 with skipTotal.' },
-          items: { type: 'array', items: ref(toTypeName(name, 'record')) },
-        },
-      },
-    ]);
+    schemas.push([toTypeName(name, 'list'), listShapeSchema(toTypeName(name, 'record'), { totalItems: '-1 with skipTotal.', totalPages: '-1 with skipTotal.' })]);
     schemas.push(...describeAggregateSchemas(collection, record));
     // A view collection is read-only: it has no write bodies.
     if (collection.type === 'view') continue;

@@ -10,6 +10,7 @@ import { MAX_SEARCH_LENGTH } from '../query/search.js';
 import type { CollectionSchema } from '../schema/collection-schema.js';
 import type { JsonSchema } from './describe-field-schemas.js';
 import { responses } from './error-responses.js';
+import { listShapeSchema } from './list-shape.js';
 import { toBaseTypeName, toTypeName } from './type-names.js';
 
 const query = (name: string, schema: JsonSchema, description: string) => ({ name, in: 'query', required: false, description, schema });
@@ -121,20 +122,7 @@ export function describeAggregateSchemas(collection: CollectionSchema, record: J
         additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
       },
     ],
-    [
-      toTypeName(collection.name, 'aggregate'),
-      {
-        type: 'object',
-        required: ['page', 'perPage', 'totalItems', 'totalPages', 'items'],
-        properties: {
-          page: { type: 'integer' },
-          perPage: { type: 'integer', description: 'The page size used (perPage capped at maxPerPage).' },
-          totalItems: { type: 'integer', description: 'The number of groups.' },
-          totalPages: { type: 'integer' },
-          items: { type: 'array', items: { $ref: `#/components/schemas/${group}` } },
-        },
-      },
-    ],
+    [toTypeName(collection.name, 'aggregate'), listShapeSchema(group, { totalItems: 'The number of groups.' })],
   ];
 }
 
