@@ -189,19 +189,14 @@ export function checkCollectionRules(registry: SchemaRegistry): RuleFacts {
     for (const action of ACTIONS) {
       const rule = collection.rules[action];
       if (rule === null || rule === '') continue;
-      if (isBlankFilter(rule)) {
-        throw new SchemaError(
-          `collection "${collection.name}": rule "${action}" holds only whitespace or comments, which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers`,
-        );
-      }
-      try {
-        const node = parseFilterCached(rule);
-        compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: CHECK_REQUEST, mode: 'rule' });
-        if (referencesRequestBody(node)) actions.add(action);
-      } catch (err) {
-        if (!(err instanceof BadRequestError)) throw err;
-        throw new SchemaError(`collection "${collection.name}": rule "${action}" ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);
-      }
+      const node = checkRuleCompiles({
+        registry,
+        collection,
+        rule,
+        where: `collection "${collection.name}": rule "${action}"`,
+        blank: ', which PocketBase refuses as an empty expression: write "" to let anyone, or null to let only superusers',
+      });
+      if (referencesRequestBody(node)) actions.add(action);
     }
     readsBody.set(collection, actions);
     for (const field of collection.fields) checkFieldRules({ registry, collection, field });
@@ -221,14 +216,32 @@ export function checkFieldRules(options: { registry: SchemaRegistry; collection:
   for (const action of FIELD_RULE_ACTIONS) {
     const rule = field.rules?.[action];
     if (rule === undefined || rule === null) continue;
-    const where = `collection "${collection.name}", field "${field.name}": rule "${action}"`;
-    if (isBlankFilter(rule)) throw new SchemaError(`${where} holds only whitespace or comments: write "" (or leave it out) to let anyone, or null to let only superusers`);
-    try {
-      compileFilter(parseFilterCached(rule), { registry, collection, alias: RECORD_ALIAS, request: CHECK_REQUEST, mode: 'rule', creating: action === 'create' });
-    } catch (err) {
-      if (!(err instanceof BadRequestError)) throw err;
-      throw new SchemaError(`${where} ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);
-    }
+    checkRuleCompiles({
+      registry,
+      collection,
+      rule,
+      where: `collection "${collection.name}", field "${field.name}": rule "${action}"`,
+      blank: ': write "" (or leave it out) to let anyone, or null to let only superusers',
+      creating: action === 'create',
+    });
+  }
+}
+
+/**
+ * Parses and compiles one rule in rule mode, as the start checks every rule: a SchemaError
+ * prefixed by `where` for a rule of whitespace or comments alone (`blank` says what to write
+ * instead) and for one that does not compile. Returns the parsed rule.
+ */
+function checkRuleCompiles(options: { registry: SchemaRegistry; collection: CollectionSchema; rule: string; where: string; blank: string; creating?: boolean }): FilterNode {
+  const { registry, collection, rule, where } = options;
+  if (isBlankFilter(rule)) throw new SchemaError(`${where} holds only whitespace or comments${options.blank}`);
+  try {
+    const node = parseFilterCached(rule);
+    compileFilter(node, { registry, collection, alias: RECORD_ALIAS, request: CHECK_REQUEST, mode: 'rule', creating: options.creating });
+    return node;
+  } catch (err) {
+    if (!(err instanceof BadRequestError)) throw err;
+    throw new SchemaError(`${where} ${err.message.replace(/^Invalid filter: /, 'is invalid: ')}`);
   }
 }
 
