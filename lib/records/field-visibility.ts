@@ -4,7 +4,7 @@ import { compileFilter } from '../query/compile-filter.js';
 import { parseFilterCached } from '../query/filter-parser.js';
 import { LruCachePerOwner } from '../query/lru-cache.js';
 import { joinSql, rawSql, sql, type SqlFragment } from '../sql-fragment.js';
-import type { CollectionSchema, SchemaRegistry } from '../schema/collection-schema.js';
+import type { CollectionSchema, FieldSchema, SchemaRegistry } from '../schema/collection-schema.js';
 import { compileObjectShape } from '../schema/object-shape.js';
 import { reuseKey } from './access-rules.js';
 import { isSuperuser, type Caller } from './caller.js';
@@ -48,19 +48,22 @@ const compiledViews = new LruCachePerOwner<string, SqlFragment>(100);
  * mode (a rule reads every field); undefined when the caller reads every field.
  */
 export function compileFieldViews(options: FieldViewOptions): readonly FieldView[] | undefined {
+  if (readsEveryField(options.collection, options.caller)) return undefined;
+  return guardedViewFields(options.collection).map((field) => compileFieldView(options, field));
+}
+
+/** One guarded field's view rule for the caller (compileFieldViews), reused by the request values it reads (reuseKey). */
+export function compileFieldView(options: FieldViewOptions, field: FieldSchema): FieldView {
   const { registry, collection, caller } = options;
-  if (readsEveryField(collection, caller)) return undefined;
-  return guardedViewFields(collection).map((field): FieldView => {
-    const rule = field.rules!.view!;
-    if (rule === null) return 'denied';
-    const reads = reuseKey(parseFilterCached(rule), collection, 'rule', caller.request);
-    const key = `${rule}\n${reads}`;
-    const cached = reads === undefined ? undefined : compiledViews.get(collection, key);
-    if (cached) return cached;
-    const compiled = compileFilter(rule, { registry, collection, alias: RECORD_ALIAS, request: caller.request, mode: 'rule', deferMacros: options.deferMacros });
-    if (reads !== undefined) compiledViews.set(collection, key, compiled);
-    return compiled;
-  });
+  const rule = field.rules!.view!;
+  if (rule === null) return 'denied';
+  const reads = reuseKey(parseFilterCached(rule), collection, 'rule', caller.request);
+  const key = `${rule}\n${reads}`;
+  const cached = reads === undefined ? undefined : compiledViews.get(collection, key);
+  if (cached) return cached;
+  const compiled = compileFilter(rule, { registry, collection, alias: RECORD_ALIAS, request: caller.request, mode: 'rule', deferMacros: options.deferMacros });
+  if (reads !== undefined) compiledViews.set(collection, key, compiled);
+  return compiled;
 }
 
 /** Column aliases no field can have (a field name starts with a letter or `_`): `"$view_0"`, … */

@@ -6,7 +6,7 @@ import type { CollectionSchema, SchemaRegistry } from '../schema/collection-sche
 import type { FileFieldSchema } from '../schema/fields/file.js';
 import { isReadableId } from '../schema/record-id.js';
 import { compileRule, type RuleDecision } from './access-rules.js';
-import { compileFieldViews, guardedViewFields, type FieldView, type FieldViewOptions } from './field-visibility.js';
+import { compileFieldView, type FieldView } from './field-visibility.js';
 import type { SqlFragment } from '../sql-fragment.js';
 import { isSuperuser, type Caller } from './caller.js';
 import type { ReadRouting } from './read-routing.js';
@@ -48,7 +48,7 @@ export async function findFileOwner(
   const caller: Caller = { request: withRequestContext(asked.request, 'protectedFile') };
   if (isProtected && !caller.request.auth) throw new UnauthorizedError('This file is protected: it needs an authentication token.', 'file_auth_required');
   if (isSuperuser(caller)) return found;
-  const decisions = [...(isProtected ? rulesOf(compileRule({ registry, collection, action: 'view', caller })) : []), ...(guarded ? rulesOf(fieldViewRule({ registry, collection, caller }, found.field)) : [])];
+  const decisions = [...(isProtected ? rulesOf(compileRule({ registry, collection, action: 'view', caller })) : []), ...(guarded ? rulesOf(compileFieldView({ registry, collection, caller }, found.field)) : [])];
   if (decisions.includes('denied')) throw notFound();
   const conditions = decisions as SqlFragment[];
   const allowed = await routing.read(routing.keysOf(caller, context), context, (store) => store.selectById({ collection, id: options.id, where: conditions }));
@@ -59,10 +59,4 @@ export async function findFileOwner(
 /** A rule decision as a list whose `'denied'` stays visible to the caller. */
 function rulesOf(decision: RuleDecision | FieldView): (SqlFragment | 'denied')[] {
   return decision === 'denied' ? ['denied'] : Array.isArray(decision) ? decision : [decision];
-}
-
-/** The view rule of a file field with one (DESIGN 24): a file whose field the caller may not read does not open, public or protected. */
-function fieldViewRule(options: FieldViewOptions, field: FileFieldSchema): FieldView {
-  const index = guardedViewFields(options.collection).indexOf(field);
-  return compileFieldViews(options)![index]!;
 }
